@@ -1,0 +1,3 @@
+from mockserver.cli import main
+
+main()
