@@ -1,0 +1,1 @@
+"""Cross-cutting concerns of the mock: each lives in exactly one module here."""
