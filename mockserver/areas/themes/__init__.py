@@ -1,0 +1,1 @@
+"""Themes: the canonical taxonomy, deterministic classification and niche profiles."""
