@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,12 @@ class Operation:
     method: str  # upper case
     path: str  # OpenAPI path template, for example /v1/jobs/{jobId}
     definition: dict[str, Any]
+    path_parameters: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def parameters(self) -> list[dict[str, Any]]:
+        """The operation's parameters, with those its path item declares for every method."""
+        return [*self.path_parameters, *self.definition.get("parameters", [])]
 
     @property
     def public(self) -> bool:
@@ -48,7 +54,13 @@ class Contract:
             for method in HTTP_METHODS:
                 if method in item:
                     definition = item[method]
-                    op = Operation(definition["operationId"], method.upper(), path, definition)
+                    op = Operation(
+                        definition["operationId"],
+                        method.upper(),
+                        path,
+                        definition,
+                        tuple(item.get("parameters", [])),
+                    )
                     self.operations[op.operation_id] = op
 
     @classmethod
@@ -105,3 +117,9 @@ class Contract:
             if "anyOf" in code:
                 return tuple(self.resolve(code["anyOf"][0])["enum"])
         raise ValueError("error response without known codes")
+
+
+@cache
+def default_contract() -> Contract:
+    """The bundled contract, parsed once per process."""
+    return Contract.load()

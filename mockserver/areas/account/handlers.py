@@ -1,0 +1,42 @@
+"""Capabilities, prices, balance and usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockserver.call import Call
+from mockserver.platform.clock import parse_time
+from mockserver.registry import handler
+
+
+@handler("getCapabilities")
+def get_capabilities(call: Call) -> dict[str, Any]:
+    """The live catalogue, read from the same table charges use. Free."""
+    capabilities = [
+        {
+            "name": name,
+            "description": entry.get("description", ""),
+            "available": entry["available"],
+            "price": entry["price"],
+            "unit": entry["unit"],
+            **({"options": entry["options"]} if "options" in entry else {}),
+        }
+        for name, entry in call.world.data["capabilities"].items()
+    ]
+    return {"capabilities": capabilities, "balance": {"credits": call.workspace["credits"]}}
+
+
+@handler("getUsage")
+def get_usage(call: Call) -> dict[str, Any]:
+    """The workspace's charges, oldest first; any role may read them."""
+    since = parse_time(call.query["since"]) if "since" in call.query else None
+    until = parse_time(call.query["until"]) if "until" in call.query else None
+
+    def selected(entry: dict[str, Any]) -> bool:
+        moment = parse_time(entry["createdAt"])
+        return (since is None or moment >= since) and (until is None or moment < until)
+
+    entries = [e for e in call.world.records(call.workspace_id, "usage") if selected(e)]
+    page = call.page("usage", entries)
+    page["totalCredits"] = sum(e["credits"] for e in entries)
+    return page

@@ -1,0 +1,90 @@
+"""What a handler receives: the validated request, the caller and the running mock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from mockserver.contract import Operation
+from mockserver.platform.auth import Caller
+from mockserver.platform.cursors import Position, read_page
+from mockserver.platform.envelope import iso_z, public
+from mockserver.world import World
+
+if TYPE_CHECKING:
+    from mockserver.runtime import Runtime
+
+
+@dataclass
+class Call:
+    runtime: Runtime
+    operation: Operation
+    request_id: str
+    caller: Caller | None
+    path: dict[str, Any]
+    query: dict[str, Any]
+    headers: dict[str, Any]
+    body: Any
+
+    @property
+    def world(self) -> World:
+        return self.runtime.world
+
+    @property
+    def workspace_id(self) -> str:
+        assert self.caller is not None
+        return self.caller.workspace_id
+
+    @property
+    def workspace(self) -> dict[str, Any]:
+        return self.world.workspace(self.workspace_id)
+
+    @property
+    def now(self) -> datetime:
+        return self.runtime.clock.now()
+
+    @property
+    def now_iso(self) -> str:
+        return iso_z(self.now)
+
+    def new_id(self, prefix: str) -> str:
+        return self.world.ids.new(prefix)
+
+    def page(
+        self,
+        items: str,
+        records: Iterable[dict[str, Any]],
+        *,
+        visible: Callable[[dict[str, Any]], bool] | None = None,
+        view: Callable[[dict[str, Any]], dict[str, Any]] = public,
+        after_seq: int | None = None,
+        check: Callable[[Position], None] | None = None,
+    ) -> dict[str, Any]:
+        """A cursor-paged list body: ``{items: [...], nextCursor, hasMore}``.
+
+        The cursor is bound to this operation and to every query value except ``cursor`` and
+        ``limit`` (defaults included), and is checked here; ``check`` may refuse a position.
+        ``visible`` filters after reading (a page may then be empty while more follow);
+        ``after_seq`` overrides the position (deprecated offset-style parameters).
+        """
+        filters = {k: v for k, v in self.query.items() if k not in ("cursor", "limit")}
+        cursors = self.runtime.cursors
+        scope = self.operation.operation_id
+        if after_seq is None:
+            after_seq = 0
+            if "cursor" in self.query:
+                position = cursors.open(self.query["cursor"], scope, filters)
+                if check is not None:
+                    check(position)
+                after_seq = position.seq
+        page = read_page(records, after_seq=after_seq, limit=self.query["limit"], visible=visible)
+        next_cursor = None
+        if page.more and page.last_seq is not None:
+            next_cursor = cursors.issue(scope, filters, page.last_seq)
+        return {
+            items: [view(r) for r in page.records],
+            "nextCursor": next_cursor,
+            "hasMore": next_cursor is not None,
+        }

@@ -1,0 +1,112 @@
+"""The control plane: steer the mock's state, time, money, governance, keys and faults.
+
+Kept apart from the emulated API, as Moto keeps ``/moto-api``: its own OpenAPI document
+(``openapi.yaml`` beside this module, served at ``/_mock/openapi.json``), its own router, the
+same validation machinery and error body. Areas add their own control operations with
+:func:`control`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import inspect
+import json
+import logging
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import yaml
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from mockserver.contract import Contract
+from mockserver.dispatch import Router, error_response
+from mockserver.platform.envelope import json_response, new_request_id
+from mockserver.platform.errors import ApiError, not_found
+from mockserver.platform.validation import MISSING, compile_all
+from mockserver.runtime import Runtime
+
+log = logging.getLogger("mockserver.control")
+
+ControlHandler = Callable[..., Any]
+_CONTROL: dict[str, ControlHandler] = {}
+
+
+def control(operation_id: str) -> Callable[[ControlHandler], ControlHandler]:
+    """Register the handler of a control-plane operation (``operationId`` of openapi.yaml)."""
+
+    def register(func: ControlHandler) -> ControlHandler:
+        _CONTROL[operation_id] = func
+        return func
+
+    return register
+
+
+def control_contract() -> Contract:
+    text = (resources.files("mockserver.control") / "openapi.yaml").read_text(encoding="utf-8")
+    return Contract(yaml.safe_load(text))
+
+
+class ControlPlane:
+    """An ASGI app for ``/_mock/...``."""
+
+    def __init__(self, runtime: Runtime, token: str | None) -> None:
+        from mockserver.control import handlers  # noqa: F401  (registers the built-in operations)
+
+        self.runtime = runtime
+        self.token = token
+        self.contract = control_contract()
+        missing = set(self.contract.operations) - set(_CONTROL) - {"controlOpenApi"}
+        if missing:
+            raise RuntimeError(
+                "control operations without a handler: " + ", ".join(sorted(missing))
+            )
+        self.router = Router(self.contract.operations)
+        self.validators = compile_all(self.contract)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handle(Request(scope, receive))
+        await response(scope, receive, send)
+
+    async def handle(self, request: Request) -> Response:
+        request_id = new_request_id()
+        try:
+            op, path_params = self.router.match(request.method, request.url.path)
+            if op is None:
+                raise not_found(f"control operation {request.method} {request.url.path}")
+            if op.operation_id == "controlOpenApi":
+                response = Response(self.contract.json_bytes, media_type="application/json")
+            else:
+                self.check_token(request.headers.get("authorization"))
+                body: Any = MISSING
+                raw = await request.body()
+                if raw.strip():
+                    try:
+                        body = json.loads(raw)
+                    except ValueError as exc:
+                        raise ApiError(
+                            "invalid_request", f"the body is not valid JSON: {exc}"
+                        ) from None
+                valid = self.validators[op.operation_id].validate(
+                    path_params, list(request.query_params.multi_items()), {}, body
+                )
+                result = _CONTROL[op.operation_id](self.runtime, valid)
+                if inspect.isawaitable(result):
+                    result = await result
+                response = json_response(200, {"success": True, **result})
+        except ApiError as error:
+            response = error_response(error)
+        except Exception:
+            log.exception("control plane error")
+            response = error_response(ApiError("internal_error", "control plane error"))
+        response.headers["x-request-id"] = request_id
+        return response
+
+    def check_token(self, authorization: str | None) -> None:
+        if self.token is None:
+            return
+        expected = f"Bearer {self.token}"
+        if authorization is None or not hmac.compare_digest(authorization, expected):
+            raise ApiError("unauthorized", "the control plane needs Authorization: Bearer <token>")

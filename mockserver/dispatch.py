@@ -1,0 +1,221 @@
+"""The request pipeline of the emulated API: every /v1 request passes through here, in order.
+
+1. a request id; 2. route by method and path (unknown: 404 ``not_found``); 3. injected faults
+(401 and 5xx here; other 4xx after step 5); 4. authentication (401, or the credential store's
+503); 5. the rate limit (429) and the workspace header (403); 6. the body: size (413), content
+type and JSON (400); 7. validation against the contract (400); 8. the key's role (403);
+9. idempotency; 10. the handler; 11. the envelope: ``x-request-id`` and rate-limit headers on
+every response, errors in the standard body.
+
+An ApiError raised anywhere leaves through :func:`error_response`; anything else is logged and
+answers 500 ``internal_error``, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from mockserver.call import Call
+from mockserver.contract import Operation
+from mockserver.platform.auth import authenticate, check_workspace_slug, require_write
+from mockserver.platform.envelope import Reply, iso_z, json_response, new_request_id
+from mockserver.platform.errors import ApiError, invalid_request
+from mockserver.platform.idempotency import fingerprint
+from mockserver.platform.ratelimit import RateState
+from mockserver.platform.validation import MISSING
+from mockserver.registry import Binding
+from mockserver.runtime import Runtime
+
+log = logging.getLogger("mockserver")
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+class Router:
+    """Operations by method and path; concrete paths win over templated ones."""
+
+    def __init__(self, operations: dict[str, Operation]) -> None:
+        table: dict[str, dict[str, Operation]] = {}
+        for op in operations.values():
+            table.setdefault(op.path, {})[op.method] = op
+        ordered = sorted(table.items(), key=lambda item: (item[0].count("{"), -len(item[0])))
+        self._routes = [
+            (re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$"), methods)
+            for path, methods in ordered
+        ]
+
+    def match(self, method: str, path: str) -> tuple[Operation | None, dict[str, str]]:
+        for pattern, methods in self._routes:
+            found = pattern.match(path)
+            if found and method in methods:
+                return methods[method], found.groupdict()
+        return None, {}
+
+
+def error_response(error: ApiError) -> Response:
+    return json_response(error.status, error.body(), dict(error.headers))
+
+
+class Dispatcher:
+    def __init__(self, runtime: Runtime, bindings: dict[str, Binding]) -> None:
+        self.runtime = runtime
+        self.bindings = bindings
+        self.router = Router(runtime.contract.operations)
+        self.max_body = int(runtime.contract.limits["maxRequestBodyBytes"])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handle(Request(scope, receive))
+        await response(scope, receive, send)
+
+    async def handle(self, request: Request) -> Response:
+        rt = self.runtime
+        request_id = new_request_id()
+        started = time.perf_counter()
+        op, path_params = self.router.match(request.method, request.url.path)
+        rate: RateState | None = None
+        replayed = False
+        try:
+            if op is None:
+                raise ApiError(
+                    "not_found", f"no operation answers {request.method} {request.url.path}"
+                )
+            fault = rt.faults.take(op.operation_id, request.url.path)
+            if fault is not None:
+                if fault.delay_ms:
+                    await asyncio.sleep(fault.delay_ms / 1000)
+                if fault.before_auth:
+                    raise fault.error()  # type: ignore[misc]
+            if op.public:
+                # Public operations (the contract itself) need no key and are never counted.
+                result = self.bindings[op.operation_id].func(rt)
+                response = result if isinstance(result, Response) else json_response(200, result)
+            else:
+                caller = authenticate(rt.world.data, request.headers.get("authorization"))
+                rate = rt.rate.hit(caller.identity)
+                if not rate.allowed:
+                    raise ApiError(
+                        "rate_limited",
+                        f"rate limit of {rate.limit} requests per minute reached; "
+                        f"retry after {rate.reset_seconds} seconds",
+                        headers={"Retry-After": str(rate.reset_seconds)},
+                    )
+                check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
+                injected = fault.error() if fault is not None else None
+                if injected is not None:
+                    if injected.status == 429:
+                        retry = injected.headers.get("Retry-After", str(rate.reset_seconds))
+                        injected.headers.update(
+                            {"x-ratelimit-remaining": "0", "x-ratelimit-reset": retry}
+                        )
+                    raise injected
+                validator = rt.validators[op.operation_id]
+                body = await self.read_body(request) if validator.accepts_body else MISSING
+                valid = validator.validate(
+                    path_params, list(request.query_params.multi_items()), request.headers, body
+                )
+                binding = self.bindings[op.operation_id]
+                if binding.writes:
+                    require_write(caller)
+                call = Call(
+                    rt, op, request_id, caller, valid.path, valid.query, valid.headers, valid.body
+                )
+                key = valid.headers.get(IDEMPOTENCY_HEADER)
+                if key is not None:
+                    reply, replayed = await rt.idempotency.run(
+                        caller.workspace_id,
+                        key,
+                        fingerprint(op.operation_id, valid.path, None if body is MISSING else body),
+                        lambda: self.execute(binding, call),
+                    )
+                else:
+                    reply = await self.execute(binding, call)
+                response = json_response(reply.status, reply.body, reply.headers)
+                if replayed:
+                    response.headers["Idempotent-Replayed"] = "true"
+        except ApiError as error:
+            response = error_response(error)
+        except Exception:
+            log.exception("unhandled error in %s %s", request.method, request.url.path)
+            response = error_response(
+                ApiError("internal_error", f"internal error; quote request id {request_id}")
+            )
+        response.headers["x-request-id"] = request_id
+        if rate is not None:
+            for name, value in rate.headers().items():
+                if name not in response.headers:
+                    response.headers[name] = value
+        rt.journal.record(
+            {
+                "requestId": request_id,
+                "method": request.method,
+                "path": request.url.path,
+                "operationId": op.operation_id if op else None,
+                "status": response.status_code,
+                "time": iso_z(rt.clock.now()),
+                "durationMs": round((time.perf_counter() - started) * 1000, 3),
+                "replayed": replayed,
+            }
+        )
+        return response
+
+    async def read_body(self, request: Request) -> Any:
+        """The JSON body, or MISSING when none was sent; 413 and 400 for unusable bodies."""
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise self.too_large()
+        chunks = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise self.too_large()
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            return MISSING
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json" and not media_type.endswith("+json"):
+            raise invalid_request(
+                f"send the body as application/json, not {media_type or 'no content type'}",
+                reason="unsupported_media_type",
+            )
+        try:
+            return json.loads(raw, parse_constant=_no_constants)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise invalid_request(
+                f"the body is not valid JSON: {exc}", reason="malformed_json"
+            ) from None
+
+    def too_large(self) -> ApiError:
+        return ApiError(
+            "payload_too_large",
+            f"the body is larger than {self.max_body} bytes",
+            details={"maxBytes": self.max_body},
+        )
+
+    async def execute(self, binding: Binding, call: Call) -> Reply:
+        result = binding.func(call)
+        if inspect.isawaitable(result):
+            result = await result
+        return as_reply(result)
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def as_reply(result: Reply | dict[str, Any] | Awaitable[Any]) -> Reply:
+    reply = result if isinstance(result, Reply) else Reply(200, result)  # type: ignore[arg-type]
+    if 200 <= reply.status < 300 and "success" not in reply.body:
+        reply.body = {"success": True, **reply.body}
+    return reply

@@ -1,0 +1,117 @@
+"""Injected faults: the next matching requests answer a chosen error, or are delayed.
+
+A fault matches an ``operationId`` or a request path (``*`` wildcards allowed), and fires for
+its next ``count`` matching requests (``null`` count: until cleared). A 401 or 5xx fault fires
+before authentication, so a credential-store outage (``{"status": 503, "code":
+"upstream_unavailable"}``) answers 503 with ``Retry-After`` to every key, valid or not, never 401.
+Other 4xx faults fire after authentication and the rate limit, like the refusals they imitate,
+so their responses carry the caller's rate-limit headers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+from mockserver.platform.errors import ApiError
+
+DEFAULT_RETRY_AFTER = {429: 30, 503: 5}
+
+
+@dataclass
+class Fault:
+    id: str
+    operation_id: str | None
+    path: str | None
+    status: int | None
+    code: str | None
+    count: int | None
+    retry_after: int | None
+    delay_ms: int
+    message: str | None
+    fired: int = 0
+
+    def matches(self, operation_id: str | None, path: str) -> bool:
+        if self.operation_id is not None:
+            return self.operation_id == operation_id
+        return self.path is not None and fnmatch.fnmatchcase(path, self.path)
+
+    @property
+    def before_auth(self) -> bool:
+        return self.status is not None and (self.status == 401 or self.status >= 500)
+
+    def error(self) -> ApiError | None:
+        if self.status is None or self.code is None:
+            return None
+        headers = {}
+        retry_after = self.retry_after
+        if retry_after is None and (self.status, self.code) in (
+            (429, "rate_limited"),
+            (503, "upstream_unavailable"),
+        ):
+            retry_after = DEFAULT_RETRY_AFTER[self.status]
+        if retry_after is not None:
+            headers["Retry-After"] = str(retry_after)
+        return ApiError(
+            self.code,
+            self.message or f"injected fault: {self.code}",
+            status=self.status,
+            headers=headers,
+            details={"reason": "injected_fault", "faultId": self.id},
+        )
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "match": {"operationId": self.operation_id}
+            if self.operation_id
+            else {"path": self.path},
+            "status": self.status,
+            "code": self.code,
+            "remaining": self.count,
+            "fired": self.fired,
+            "retryAfter": self.retry_after,
+            "delayMs": self.delay_ms,
+        }
+
+
+@dataclass
+class Faults:
+    rules: list[Fault] = field(default_factory=list)
+    _next: int = 0
+
+    def add(self, spec: dict[str, Any]) -> Fault:
+        """Add a fault from the control plane's body (already validated there)."""
+        self._next += 1
+        match = spec["match"]
+        fault = Fault(
+            id=f"flt_{self._next}",
+            operation_id=match.get("operationId"),
+            path=match.get("path"),
+            status=spec.get("status"),
+            code=spec.get("code"),
+            count=spec.get("count", 1),
+            retry_after=spec.get("retryAfter"),
+            delay_ms=spec.get("delayMs", 0),
+            message=spec.get("message"),
+        )
+        if fault.status is not None and fault.code is not None:
+            fault.error()  # refuses a code under a status the table does not list for it
+        self.rules.append(fault)
+        return fault
+
+    def take(self, operation_id: str | None, path: str) -> Fault | None:
+        """The first live fault matching a request, used up by one."""
+        for fault in self.rules:
+            if fault.matches(operation_id, path):
+                fault.fired += 1
+                if fault.count is not None:
+                    fault.count -= 1
+                    if fault.count <= 0:
+                        self.rules.remove(fault)
+                return fault
+        return None
+
+    def clear(self) -> None:
+        self.rules.clear()

@@ -1,0 +1,22 @@
+"""Opaque, prefixed ids (``prj_1f0c...``), reproducible for a given ``--seed``.
+
+An id is a keyed hash of its prefix and a per-prefix counter; the counters live in the world's
+state, so a snapshot restored into a mock with the same seed goes on issuing the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+
+class IdFactory:
+    def __init__(self, seed: int | None, counters: dict[str, int]) -> None:
+        self._key = (str(seed) if seed is not None else secrets.token_hex(16)).encode()
+        self.counters = counters
+
+    def new(self, prefix: str) -> str:
+        number = self.counters.get(prefix, 0) + 1
+        self.counters[prefix] = number
+        digest = hashlib.blake2b(f"{prefix}:{number}".encode(), key=self._key, digest_size=8)
+        return f"{prefix}_{digest.hexdigest()}"

@@ -1,0 +1,53 @@
+"""Request rate per caller identity: a fixed window of one minute on the mock clock.
+
+All keys of one member share the bucket. ``GET /v1/openapi.json`` is never counted (the
+dispatcher does not call this for public operations).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mockserver.platform.clock import Clock
+
+WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RateState:
+    limit: int
+    remaining: int
+    reset_seconds: int
+    allowed: bool
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "x-ratelimit-limit": str(self.limit),
+            "x-ratelimit-remaining": str(self.remaining),
+            "x-ratelimit-reset": str(self.reset_seconds),
+        }
+
+
+class RateLimiter:
+    def __init__(self, limit: int, clock: Clock) -> None:
+        self.limit = limit
+        self.clock = clock
+        self._windows: dict[str, tuple[float, int]] = {}  # identity -> (window start, count)
+
+    def hit(self, identity: str) -> RateState:
+        """Count one request; a refused request is not counted."""
+        now = self.clock.timestamp()
+        start, count = self._windows.get(identity, (now, 0))
+        if now >= start + WINDOW_SECONDS:
+            start, count = now, 0
+        reset = max(1, math.ceil(start + WINDOW_SECONDS - now))
+        if count >= self.limit:
+            self._windows[identity] = (start, count)
+            return RateState(self.limit, 0, reset, allowed=False)
+        count += 1
+        self._windows[identity] = (start, count)
+        return RateState(self.limit, self.limit - count, reset, allowed=True)
+
+    def reset(self) -> None:
+        self._windows.clear()

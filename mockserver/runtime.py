@@ -1,0 +1,69 @@
+"""One running mock: its settings, contract, clock, world and the cross-cutting services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mockserver.contract import Contract, default_contract
+from mockserver.fixtures import build_world, load_fixtures
+from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
+from mockserver.platform.cursors import CursorCodec
+from mockserver.platform.faults import Faults
+from mockserver.platform.idempotency import Idempotency
+from mockserver.platform.journal import Journal
+from mockserver.platform.ratelimit import RateLimiter
+from mockserver.platform.secretbox import SecretBox
+from mockserver.platform.validation import OperationValidator, compile_all
+from mockserver.settings import Settings
+from mockserver.world import World
+
+DEFAULT_START = "2026-11-20T09:00:00Z"
+
+
+class Runtime:
+    def __init__(self, settings: Settings | None = None, contract: Contract | None = None) -> None:
+        self.settings = settings or Settings()
+        self.contract = contract or default_contract()
+        self.fixtures = load_fixtures(self.settings.fixtures)
+        self.start = parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
+        self.clock: Clock = make_clock(self.settings.clock, self.start)
+        self.world: World = build_world(self.fixtures, seed=self.settings.seed)
+        limits = self.contract.limits
+        self.cursors = CursorCodec(self.clock, int(limits["cursorLifetimeSeconds"]))
+        self.rate = RateLimiter(
+            self.settings.rate_limit or self.contract.rate_limit_per_minute, self.clock
+        )
+        self.idempotency = Idempotency(
+            lambda: self.world.data["idempotency"],
+            self.clock,
+            int(limits["idempotencyKeyRetentionSeconds"]),
+        )
+        self.secrets = SecretBox()
+        self.faults = Faults()
+        self.journal = Journal()
+        self.validators: dict[str, OperationValidator] = compile_all(self.contract)
+
+    def defect(self, name: str) -> bool:
+        """True when the test-only defect ``name`` is switched on (see the conformance tests)."""
+        return name in self.settings.defects
+
+    def reset(self) -> None:
+        """State back to the fixtures: records, credits, keys, clock (manual), limits, faults."""
+        self.world = build_world(self.fixtures, seed=self.settings.seed)
+        if isinstance(self.clock, ManualClock):
+            self.clock.set(self.start)
+        self.rate.reset()
+        self.faults.clear()
+        self.journal.clear()
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Replace the whole state with a snapshot (``PUT /_mock/snapshot``)."""
+        self.world = World(data, seed=self.settings.seed)
+        if isinstance(self.clock, ManualClock) and "clock" in data:
+            self.clock.set(parse_time(data["clock"]))
+        self.rate.reset()
+
+    def snapshot(self) -> dict[str, Any]:
+        data = self.world.snapshot()
+        data["clock"] = self.clock.now().isoformat().replace("+00:00", "Z")
+        return data

@@ -1,0 +1,23 @@
+"""How a mock is configured (the command line's options, as data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mockserver.resources import default_fixtures_path
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    fixtures: Path = field(default_factory=default_fixtures_path)
+    seed: int | None = None
+    clock: str = "real"  # real | manual
+    rate_limit: int | None = None  # requests per minute per caller; None: the contract's
+    allow_private_callbacks: bool = False
+    control_plane: bool = True
+    control_token: str | None = None
+    log_level: str = "info"
+    defects: frozenset[str] = frozenset()
