@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from starlette.types import Receive, Scope, Send
 
 from mockserver import areas
 from mockserver.dispatch import Dispatcher
+from mockserver.platform.delivery import DeliveryWorker
 from mockserver.registry import bind
 from mockserver.runtime import Runtime
 from mockserver.settings import Settings
@@ -21,6 +25,9 @@ class MockApp:
         self.settings = settings or Settings()
         self.runtime = Runtime(self.settings)
         self.dispatcher = Dispatcher(self.runtime, bind(self.runtime.contract))
+        self.runtime.delivery = DeliveryWorker(self.runtime)
+        self.runtime.clock.on_change(lambda _now: self.runtime.delivery.wake())
+        self._clock_task: asyncio.Task[None] | None = None
         self.control = None
         if self.settings.control_plane:
             from mockserver.control.plane import ControlPlane
@@ -33,17 +40,41 @@ class MockApp:
             return
         if scope["type"] != "http":
             return
+        self.start_background()  # also when served without a lifespan (an ASGI test transport)
         if self.control is not None and scope["path"].startswith(CONTROL_PREFIX):
             await self.control(scope, receive, send)
         else:
             await self.dispatcher(scope, receive, send)
 
+    def start_background(self) -> None:
+        """Start the delivery worker and, for the real clock, the scheduler's heartbeat."""
+        self.runtime.delivery.start()
+        if self.runtime.clock.mode == "real" and (
+            self._clock_task is None or self._clock_task.done()
+        ):
+            self._clock_task = asyncio.get_running_loop().create_task(self._heartbeat())
+
+    async def _heartbeat(self) -> None:
+        while True:
+            self.runtime.scheduler.tick()
+            await asyncio.sleep(1.0)
+
+    async def stop_background(self) -> None:
+        await self.runtime.delivery.stop()
+        if self._clock_task is not None:
+            self._clock_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._clock_task
+            self._clock_task = None
+
     async def lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self.start_background()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                await self.stop_background()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

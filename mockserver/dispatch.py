@@ -89,6 +89,7 @@ class Dispatcher:
                 raise ApiError(
                     "not_found", f"no operation answers {request.method} {request.url.path}"
                 )
+            rt.scheduler.tick()  # bring time-driven state up to now before answering
             fault = rt.faults.take(op.operation_id, request.url.path)
             if fault is not None:
                 if fault.delay_ms:

@@ -12,6 +12,7 @@ from mockserver.platform.faults import Faults
 from mockserver.platform.idempotency import Idempotency
 from mockserver.platform.journal import Journal
 from mockserver.platform.ratelimit import RateLimiter
+from mockserver.platform.scheduler import Scheduler
 from mockserver.platform.secretbox import SecretBox
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.settings import Settings
@@ -42,6 +43,9 @@ class Runtime:
         self.faults = Faults()
         self.journal = Journal()
         self.validators: dict[str, OperationValidator] = compile_all(self.contract)
+        self.scheduler = Scheduler(self)
+        self.clock.on_change(lambda _now: self.scheduler.tick(force=True))
+        self.delivery: Any = None  # the webhook delivery worker, attached by the app
 
     def defect(self, name: str) -> bool:
         """True when the test-only defect ``name`` is switched on (see the conformance tests)."""
@@ -55,6 +59,7 @@ class Runtime:
         self.rate.reset()
         self.faults.clear()
         self.journal.clear()
+        self.scheduler.tick(force=True)
 
     def restore(self, data: dict[str, Any]) -> None:
         """Replace the whole state with a snapshot (``PUT /_mock/snapshot``)."""
@@ -62,6 +67,7 @@ class Runtime:
         if isinstance(self.clock, ManualClock) and "clock" in data:
             self.clock.set(parse_time(data["clock"]))
         self.rate.reset()
+        self.scheduler.tick(force=True)
 
     def snapshot(self) -> dict[str, Any]:
         data = self.world.snapshot()

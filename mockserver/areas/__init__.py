@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import importlib
 
+AREAS = (
+    "meta",
+    "account",
+    "projects",
+    "products",
+    "channels",
+    "campaigns",
+    "jobs",
+    "generation",
+    "webhooks",
+    "community",
+    "autopilots",
+    "themes",
+    "discovery",
+    "review",
+    "assets",
+)
 HANDLER_MODULES = (
-    "mockserver.areas.meta.handlers",
-    "mockserver.areas.account.handlers",
-    "mockserver.areas.projects.handlers",
-    "mockserver.areas.products.handlers",
-    "mockserver.areas.channels.handlers",
-    "mockserver.areas.campaigns.handlers",
+    *(f"mockserver.areas.{area}.handlers" for area in AREAS),
     "mockserver.areas.not_built",
 )
 

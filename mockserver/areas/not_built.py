@@ -1,7 +1,7 @@
 """Operations of the contract this mock does not emulate yet.
 
 Each answers ``503 capability_unavailable`` with a message saying so, rather than canned data.
-The list shrinks as areas are built; ``tests/mock/test_not_built.py`` names what is left.
+The list shrinks as areas are built; ``tests/mock/test_startup.py`` checks what is left.
 """
 
 from __future__ import annotations
@@ -11,24 +11,53 @@ from mockserver.platform.errors import ApiError
 from mockserver.registry import handler
 
 NOT_BUILT: tuple[str, ...] = (
-    # Generation work, jobs and webhooks.
-    "createFilmOutline", "renderVideo", "editVideo", "approveVideoEdit", "createFootage",
-    "remixVideo", "createModelFromText", "createModelFromImage", "createAgentRun",
-    "listJobs", "getJob", "listJobEvents", "getJobProposal",
-    "createWebhookSubscription", "listWebhookSubscriptions", "getWebhookSubscription",
-    "updateWebhookSubscription", "deleteWebhookSubscription",
-    # Campaign automation domain.
-    "createCommunityCampaign", "listCommunityCampaigns", "getCommunityCampaign",
-    "updateCommunityCampaign", "getAutopilot", "saveAutopilot", "createAutopilotRun",
-    "approveAutopilotRun", "retryAutopilotRun", "listAutopilotRuns",
-    "classifyThemes", "listThemes", "getTheme", "buildNicheProfile",
-    "getDiscoveryHealth", "compileDiscoveryPlan", "listDiscoveryConfigs", "listDiscoveryRuns",
-    "listViralContent", "getViralContent",
-    "getProjectTranscript", "editProjectTranscript", "listProjectComments", "addProjectComment",
-    "shareProject", "getVariationBatch",
-    "listAssets", "importAsset", "getAssetTranscript", "searchHooks", "getHookStats",
-    "listCatalogVideos", "createContextSnapshot",
-)  # fmt: skip
+    # Generation work and jobs (issue 4).
+    "createFilmOutline",
+    "editVideo",
+    "approveVideoEdit",
+    "createFootage",
+    "remixVideo",
+    "createModelFromText",
+    "createModelFromImage",
+    "createAgentRun",
+    "getJobProposal",
+    # Community campaigns and autopilots (issue 5).
+    "createCommunityCampaign",
+    "listCommunityCampaigns",
+    "getCommunityCampaign",
+    "updateCommunityCampaign",
+    "getAutopilot",
+    "saveAutopilot",
+    "createAutopilotRun",
+    "approveAutopilotRun",
+    "retryAutopilotRun",
+    "listAutopilotRuns",
+    # Themes, discovery and viral content (issue 5).
+    "classifyThemes",
+    "listThemes",
+    "getTheme",
+    "buildNicheProfile",
+    "getDiscoveryHealth",
+    "compileDiscoveryPlan",
+    "listDiscoveryConfigs",
+    "listDiscoveryRuns",
+    "listViralContent",
+    "getViralContent",
+    "searchHooks",
+    "getHookStats",
+    "listCatalogVideos",
+    # Review, assets, variations and snapshots (issue 5).
+    "getProjectTranscript",
+    "editProjectTranscript",
+    "listProjectComments",
+    "addProjectComment",
+    "shareProject",
+    "getVariationBatch",
+    "listAssets",
+    "importAsset",
+    "getAssetTranscript",
+    "createContextSnapshot",
+)
 
 
 def _not_built(operation_id: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mockserver.control.plane import control
+from mockserver.platform import delivery
 from mockserver.platform.auth import hash_key
 from mockserver.platform.clock import ManualClock
 from mockserver.platform.envelope import iso_z
@@ -142,3 +143,48 @@ def get_snapshot(rt: Runtime, call: Validated) -> dict[str, Any]:
 def put_snapshot(rt: Runtime, call: Validated) -> dict[str, Any]:
     rt.restore(call.body)
     return {}
+
+
+# -- jobs and deliveries ---------------------------------------------------------------------
+
+
+@control("setJobOutcome")
+def set_job_outcome(rt: Runtime, call: Validated) -> dict[str, Any]:
+    from mockserver.areas.jobs import engine
+
+    for workspace_id, job in engine.all_jobs(rt.world):
+        if job["id"] == call.path["jobId"]:
+            if job["status"] in engine.TERMINAL:
+                raise ApiError(
+                    "conflict",
+                    f"the job is already {job['status']}",
+                    details={"reason": "job_terminal", "status": job["status"]},
+                )
+            engine.decide(rt, workspace_id, job, call.body["status"], call.body["immediately"])
+            return {"jobId": job["id"], "outcome": call.body["status"], "status": job["status"]}
+    raise not_found(f"job {call.path['jobId']!r}")
+
+
+@control("listDeliveries")
+def list_deliveries(rt: Runtime, call: Validated) -> dict[str, Any]:
+    records = [
+        delivery.view(record)
+        for record in delivery.deliveries(rt).values()
+        if call.query.get("state") in (None, record["state"])
+        and call.query.get("event") in (None, record["event"])
+    ]
+    return {"deliveries": records[-call.query["limit"] :]}
+
+
+@control("flushDeliveries")
+async def flush_deliveries(rt: Runtime, call: Validated) -> dict[str, Any]:
+    timeout = call.body.get("timeoutSeconds", 30) if isinstance(call.body, dict) else 30
+    return await rt.delivery.flush(timeout)
+
+
+@control("replayDelivery")
+def replay_delivery(rt: Runtime, call: Validated) -> dict[str, Any]:
+    record = delivery.replay(rt, call.path["deliveryId"])
+    if record is None:
+        raise not_found(f"delivery {call.path['deliveryId']!r}")
+    return {"delivery": delivery.view(record)}

@@ -9,6 +9,7 @@ same validation machinery and error body. Areas add their own control operations
 from __future__ import annotations
 
 import hmac
+import importlib
 import inspect
 import json
 import logging
@@ -21,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from mockserver.areas import AREAS
 from mockserver.contract import Contract
 from mockserver.dispatch import Router, error_response
 from mockserver.platform.envelope import json_response, new_request_id
@@ -45,8 +47,24 @@ def control(operation_id: str) -> Callable[[ControlHandler], ControlHandler]:
 
 
 def control_contract() -> Contract:
+    """The control plane's document: ``openapi.yaml`` here, plus each area's ``control.yaml``.
+
+    An area that needs control operations keeps them beside its code: ``control.yaml`` (a
+    mapping of ``paths`` in the same form) and ``control.py`` (their handlers).
+    """
     text = (resources.files("mockserver.control") / "openapi.yaml").read_text(encoding="utf-8")
-    return Contract(yaml.safe_load(text))
+    document = yaml.safe_load(text)
+    for area in AREAS:
+        fragment = resources.files(f"mockserver.areas.{area}") / "control.yaml"
+        if fragment.is_file():
+            document["paths"].update(yaml.safe_load(fragment.read_text(encoding="utf-8"))["paths"])
+    return Contract(document)
+
+
+def load_area_controls() -> None:
+    for area in AREAS:
+        if (resources.files(f"mockserver.areas.{area}") / "control.py").is_file():
+            importlib.import_module(f"mockserver.areas.{area}.control")
 
 
 class ControlPlane:
@@ -54,6 +72,8 @@ class ControlPlane:
 
     def __init__(self, runtime: Runtime, token: str | None) -> None:
         from mockserver.control import handlers  # noqa: F401  (registers the built-in operations)
+
+        load_area_controls()
 
         self.runtime = runtime
         self.token = token
@@ -80,6 +100,7 @@ class ControlPlane:
                 response = Response(self.contract.json_bytes, media_type="application/json")
             else:
                 self.check_token(request.headers.get("authorization"))
+                self.runtime.scheduler.tick()
                 body: Any = MISSING
                 raw = await request.body()
                 if raw.strip():

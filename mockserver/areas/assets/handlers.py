@@ -1,0 +1,1 @@
+"""HTTP handlers of the assets area (bound to operationIds with @handler)."""

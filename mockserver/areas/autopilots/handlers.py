@@ -1,0 +1,1 @@
+"""HTTP handlers of the autopilots area (bound to operationIds with @handler)."""

@@ -1,0 +1,1 @@
+"""HTTP handlers of the community area (bound to operationIds with @handler)."""

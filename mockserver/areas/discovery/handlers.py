@@ -1,0 +1,1 @@
+"""HTTP handlers of the discovery area (bound to operationIds with @handler)."""

@@ -1,0 +1,1 @@
+"""HTTP handlers of the review area (bound to operationIds with @handler)."""

@@ -1,0 +1,1 @@
+"""HTTP handlers of the themes area (bound to operationIds with @handler)."""

@@ -1,0 +1,351 @@
+"""Signed, retried webhook deliveries: per-job callbacks and workspace subscriptions.
+
+- Each delivery is a record in the world (``deliveries``): event, ``eventId``, url, the exact
+  body bytes (as text), the sealed secret, every attempt (when, status or error, latency),
+  the next attempt time and the final state (``pending``, ``delivered``, ``failed``, or
+  ``cancelled`` when its subscription was disabled or deleted before the attempt).
+- An attempt signs ``<timestamp>.<body>`` (signing.py), checks the url again against the
+  address rules and connects only to the address it checked (urlpolicy.py), never follows a
+  redirect, and gives up after ``x-limits.webhookDelivery.attemptTimeoutSeconds``.
+- Any 2xx is success. Network errors, timeouts, 408, 429 and 5xx are retried after
+  ``backoffSeconds[n]`` (spread by ``jitterRatio``, deterministically per event) or, on a 429
+  with ``Retry-After``, after exactly that long; other 4xx and every 3xx end the delivery.
+  ``attempts`` bounds the tries. ``eventId`` never changes across retries and replays.
+- Attempts run on the mock clock (due when the clock reaches them) but in a background task:
+  a slow or dead receiver never holds up request handling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from mockserver.platform import signing, urlpolicy
+from mockserver.platform.envelope import iso_z
+
+if TYPE_CHECKING:
+    from mockserver.runtime import Runtime
+
+log = logging.getLogger("mockserver.delivery")
+SUBSCRIPTIONS = "webhookSubscriptions"  # the collection the webhooks area keeps subscriptions in
+RETRYABLE_STATUSES = frozenset({408, 429})
+
+
+def deliveries(rt: Runtime) -> dict[str, dict[str, Any]]:
+    return rt.world.section("deliveries")
+
+
+def _enqueue(
+    rt: Runtime,
+    workspace_id: str,
+    *,
+    target: str,
+    target_id: str,
+    url: str,
+    secret: str,
+    event: str,
+    event_id: str,
+    body: str,
+    replay_of: str | None = None,
+) -> dict[str, Any]:
+    record = {
+        "id": rt.world.ids.new("dlv"),
+        "workspaceId": workspace_id,
+        "target": target,
+        "targetId": target_id,
+        "url": url,
+        "event": event,
+        "eventId": event_id,
+        "body": body,
+        "secret": secret,  # sealed
+        "attempts": [],
+        "state": "pending",
+        "nextAttemptAt": rt.clock.now().timestamp(),
+        "createdAt": iso_z(rt.clock.now()),
+        "replayOf": replay_of,
+    }
+    deliveries(rt)[record["id"]] = record
+    if rt.delivery is not None:
+        rt.delivery.wake()
+    return record
+
+
+def enqueue_callback(
+    rt: Runtime, workspace_id: str, job: dict[str, Any], payload: dict[str, Any]
+) -> None:
+    _enqueue(
+        rt,
+        workspace_id,
+        target="callback",
+        target_id=job["id"],
+        url=job["_callback"]["url"],
+        secret=job["_callback"]["secret"],
+        event=payload["event"],
+        event_id=payload["eventId"],
+        body=signing.encode_body(payload).decode(),
+    )
+
+
+def enqueue_subscriptions(
+    rt: Runtime, workspace_id: str, event: str, payload: dict[str, Any]
+) -> None:
+    """One delivery per enabled subscription of the workspace that wants this event."""
+    body = signing.encode_body(payload).decode()
+    for subscription in rt.world.records(workspace_id, SUBSCRIPTIONS):
+        if subscription["enabled"] and event in subscription["events"]:
+            _enqueue(
+                rt,
+                workspace_id,
+                target="subscription",
+                target_id=subscription["id"],
+                url=subscription["url"],
+                secret=subscription["_secret"],
+                event=event,
+                event_id=payload["eventId"],
+                body=body,
+            )
+
+
+def replay(rt: Runtime, delivery_id: str) -> dict[str, Any] | None:
+    """Deliver an event again: a new delivery with the same ``eventId`` and body."""
+    original = deliveries(rt).get(delivery_id)
+    if original is None:
+        return None
+    return _enqueue(
+        rt,
+        original["workspaceId"],
+        target=original["target"],
+        target_id=original["targetId"],
+        url=original["url"],
+        secret=original["secret"],
+        event=original["event"],
+        event_id=original["eventId"],
+        body=original["body"],
+        replay_of=original["id"],
+    )
+
+
+def view(record: dict[str, Any]) -> dict[str, Any]:
+    """A delivery for the control plane (never its secret)."""
+    next_at = record["nextAttemptAt"]
+    return {
+        "id": record["id"],
+        "workspaceId": record["workspaceId"],
+        "target": record["target"],
+        ("jobId" if record["target"] == "callback" else "subscriptionId"): record["targetId"],
+        "url": record["url"],
+        "event": record["event"],
+        "eventId": record["eventId"],
+        "state": record["state"],
+        "attempts": record["attempts"],
+        "nextAttemptAt": iso_z(datetime.fromtimestamp(next_at, UTC))
+        if next_at is not None
+        else None,
+        "createdAt": record["createdAt"],
+        "replayOf": record["replayOf"],
+    }
+
+
+def jitter(event_id: str, attempt: int, ratio: float) -> float:
+    """A deterministic spread in [-ratio, +ratio] for this event's n-th retry."""
+    digest = hashlib.sha256(f"{event_id}:{attempt}".encode()).digest()
+    return (int.from_bytes(digest[:4], "big") / 0xFFFFFFFF * 2 - 1) * ratio
+
+
+class DeliveryWorker:
+    """The background task that makes delivery attempts when they fall due."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.policy = rt.contract.limits["webhookDelivery"]
+        self._wakeup: asyncio.Event | None = None
+        self._in_flight: dict[str, asyncio.Task[None]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._wakeup = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            for task in list(self._in_flight.values()):
+                task.cancel()
+            await asyncio.gather(self._task, *self._in_flight.values(), return_exceptions=True)
+            self._task = None
+
+    def wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _due(self) -> list[dict[str, Any]]:
+        now = self.rt.clock.now().timestamp()
+        return [
+            record
+            for record in deliveries(self.rt).values()
+            if record["state"] == "pending"
+            and record["nextAttemptAt"] is not None
+            and record["nextAttemptAt"] <= now
+            and record["id"] not in self._in_flight
+        ]
+
+    def _start_due(self) -> list[asyncio.Task[None]]:
+        started = []
+        for record in self._due():
+            task = asyncio.get_running_loop().create_task(self._attempt(record))
+            self._in_flight[record["id"]] = task
+            task.add_done_callback(lambda _t, key=record["id"]: self._in_flight.pop(key, None))
+            started.append(task)
+        return started
+
+    async def _run(self) -> None:
+        assert self._wakeup is not None
+        # The manual clock wakes the loop when it moves; the real clock is polled every second.
+        timeout = 1.0 if self.rt.clock.mode == "real" else None
+        while True:
+            self._start_due()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+            self._wakeup.clear()
+
+    async def flush(self, timeout: float) -> dict[str, int]:
+        """Make every attempt that is due now, and wait (up to ``timeout``) for all in flight."""
+        self._start_due()
+        waiting = list(self._in_flight.values())
+        if waiting:
+            await asyncio.wait(waiting, timeout=timeout)
+        return {
+            "inFlight": len(self._in_flight),
+            "pending": sum(1 for r in deliveries(self.rt).values() if r["state"] == "pending"),
+        }
+
+    # -- one attempt ----------------------------------------------------------------------
+
+    async def _attempt(self, record: dict[str, Any]) -> None:
+        rt = self.rt
+        number = len(record["attempts"]) + 1
+        sent_at = rt.clock.now()
+        started = time.perf_counter()
+        status: int | None = None
+        error: str | None = None
+        retry_after: int | None = None
+        permanent = False
+        if not self._target_live(record):
+            record["state"], record["nextAttemptAt"] = "cancelled", None
+            return
+        try:
+            secret = rt.secrets.open(record["secret"])
+            if secret is None:
+                raise PermissionError(
+                    "the signing secret cannot be opened (snapshot from another data key)"
+                )
+            status, retry_after = await self._send(record, secret, sent_at)
+        except urlpolicy.UrlRefused as refused:
+            error, permanent = f"refused at delivery: {refused.message}", True
+        except PermissionError as exc:
+            error, permanent = str(exc), True
+        except httpx.TimeoutException:
+            error = "timeout"
+        except httpx.HTTPError as exc:
+            error = f"network error: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # a receiver must never break the mock
+            log.exception("delivery attempt failed unexpectedly")
+            error = f"network error: {type(exc).__name__}"
+        latency = round((time.perf_counter() - started) * 1000, 1)
+        outcome = self._outcome(status, permanent)
+        record["attempts"].append(
+            {
+                "attempt": number,
+                "at": iso_z(sent_at),
+                "status": status,
+                "error": error,
+                "latencyMs": latency,
+                "outcome": outcome,
+            }
+        )
+        if outcome == "delivered":
+            record["state"], record["nextAttemptAt"] = "delivered", None
+        elif outcome == "permanent" or number >= int(self.policy["attempts"]):
+            record["state"], record["nextAttemptAt"] = "failed", None
+        else:
+            record["nextAttemptAt"] = rt.clock.now().timestamp() + self._delay(
+                record, number, retry_after
+            )
+
+    def _target_live(self, record: dict[str, Any]) -> bool:
+        """A subscription delivery stops when its subscription is disabled or deleted."""
+        if record["target"] != "subscription":
+            return True
+        subscription = self.rt.world.get(record["workspaceId"], SUBSCRIPTIONS, record["targetId"])
+        return subscription is not None and subscription["enabled"]
+
+    async def _send(
+        self, record: dict[str, Any], secret: str, sent_at: datetime
+    ) -> tuple[int, int | None]:
+        allow_private = self.rt.settings.allow_private_callbacks
+        resolved = await urlpolicy.resolve_and_check(record["url"], allow_private=allow_private)
+        url, host_headers, extensions = urlpolicy.pinned_request_args(resolved)
+        body = record["body"].encode()
+        timestamp = signing.format_timestamp(sent_at)
+        ids = (
+            {"job_id": record["targetId"]}
+            if record["target"] == "callback"
+            else {"subscription_id": record["targetId"]}
+        )
+        headers = signing.delivery_headers(
+            secret=secret,
+            timestamp=timestamp,
+            body=body,
+            event=record["event"],
+            event_id=record["eventId"],
+            **ids,
+        )
+        timeout = float(self.policy["attemptTimeoutSeconds"])
+        async with httpx.AsyncClient(follow_redirects=False, timeout=timeout) as client:
+            response = await client.post(
+                url,
+                content=body,
+                headers={**headers, **host_headers, "User-Agent": "mockserver-webhooks/1"},
+                extensions=extensions,
+            )
+            stream = response.extensions.get("network_stream")
+            peer = stream.get_extra_info("server_addr") if stream is not None else None
+            if peer:
+                urlpolicy.check_connected_address(
+                    str(peer[0]), allow_private=allow_private, url=record["url"]
+                )
+        retry_after = response.headers.get("retry-after")
+        return response.status_code, int(
+            retry_after
+        ) if retry_after and retry_after.isdigit() else None
+
+    @staticmethod
+    def _outcome(status: int | None, permanent: bool) -> str:
+        if permanent:
+            return "permanent"
+        if status is None:
+            return "retry"
+        if 200 <= status < 300:
+            return "delivered"
+        if status in RETRYABLE_STATUSES or status >= 500:
+            return "retry"
+        return "permanent"  # other 4xx, and every 3xx: redirects are never followed
+
+    def _delay(self, record: dict[str, Any], number: int, retry_after: int | None) -> float:
+        if retry_after is not None:
+            return float(retry_after)
+        schedule = self.policy["backoffSeconds"]
+        base = float(schedule[min(number - 1, len(schedule) - 1)])
+        return base * (1 + jitter(record["eventId"], number, float(self.policy["jitterRatio"])))

@@ -1,0 +1,61 @@
+"""Work that time drives: jobs moving on, runs reaching checkpoints, posts publishing.
+
+Areas register a *ticker* with :func:`ticker`. A ticker brings its part of the world up to a
+moment and answers when it next has something to do (an epoch second), or None. The runtime
+runs the tickers whenever time may have moved: before each API request, whenever the manual
+clock is advanced, and about once a second for the real clock. Because tickers apply every
+transition that fell due, in order and stamped with the moment it fell due, advancing the
+manual clock by an hour gives the same history as living through that hour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mockserver.runtime import Runtime
+
+Ticker = Callable[["Runtime", datetime], "float | None"]
+_TICKERS: dict[str, Ticker] = {}
+
+
+def ticker(name: str) -> Callable[[Ticker], Ticker]:
+    def register(func: Ticker) -> Ticker:
+        _TICKERS[name] = func
+        return func
+
+    return register
+
+
+class Scheduler:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.next_due: float | None = 0.0  # run at the first tick
+        self._running = False
+
+    def due(self, when: float) -> None:
+        """Something will need doing at ``when``: make sure the next tick runs by then."""
+        if self.next_due is None or when < self.next_due:
+            self.next_due = when
+
+    def tick(self, force: bool = False) -> None:
+        now = self.runtime.clock.now()
+        if self._running or (
+            not force and (self.next_due is None or now.timestamp() < self.next_due)
+        ):
+            return
+        self._running = True
+        try:
+            upcoming: list[float] = []
+            for func in list(_TICKERS.values()):
+                when = func(self.runtime, now)
+                if when is not None:
+                    upcoming.append(when)
+            self.next_due = min(upcoming) if upcoming else None
+        finally:
+            self._running = False
+
+    def describe(self) -> dict[str, Any]:
+        return {"tickers": sorted(_TICKERS), "nextDue": self.next_due}
