@@ -25,6 +25,8 @@ AREAS = (
     "discovery",
     "review",
     "assets",
+    "library",
+    "workflow",
 )
 HANDLER_MODULES = (
     *(f"mockserver.areas.{area}.handlers" for area in AREAS),

@@ -35,3 +35,17 @@ async def requested_callback(call: Call) -> dict[str, str] | None:
         return None
     await check_url(call, body["callbackUrl"], field="callbackUrl")
     return {"url": body["callbackUrl"], "secret": body["callbackSecret"]}
+
+
+def check_fetch_url(call: Call, url: str, *, field: str) -> None:
+    """A url the service fetches (a video, an image, an asset): HTTPS and no literal private
+    address, judged from the url alone (the mock fetches nothing, so it resolves nothing)."""
+    try:
+        urlpolicy.parse_target(url, allow_private=call.runtime.settings.allow_private_callbacks)
+    except urlpolicy.UrlRefused as refused:
+        raise invalid_request(
+            f"{field}: {refused.message}",
+            reason="url_not_allowed",
+            field=field,
+            rule=refused.reason,
+        ) from None

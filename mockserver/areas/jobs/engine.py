@@ -19,9 +19,11 @@ The rules, in one place:
 - Only ``done`` carries artifacts (a render's carry ``download`` and its deprecated copy
   ``video``). A ``qa_failed`` job has none, so nothing can ever be published from it.
 - Events reach webhook subscriptions only for the kinds that notify (footage edits and their
-  renders, media analysis, publishing: ``jobs.kinds.<kind>.notify``), never renders from
-  ``POST /v1/video/render`` nor 3D jobs; a job with a callback gets one ``job-event.v1``
-  delivery when it reaches its terminal state.
+  renders, media analysis, publishing: ``jobs.kinds.<kind>.notify``, true or a list of event
+  names), never renders from ``POST /v1/video/render`` nor 3D jobs; a kind may name its own
+  terminal events (``terminalEvents``: a publish ends in ``publish.completed`` or
+  ``publish.failed``). A job with a callback gets one ``job-event.v1`` delivery when it
+  reaches its terminal state.
 """
 
 from __future__ import annotations
@@ -149,7 +151,7 @@ def create_job(
         "_hold": hold,
         "_outcome": default_outcome(call.world, kind, job_id),
         "_events": [],
-        "_notify": bool(settings.get("notify")),
+        "_notify": settings.get("notify", False),
         "_callback": None,
         "_meta": meta or {},
     }
@@ -239,8 +241,9 @@ def finish(rt: Runtime, workspace_id: str, job: dict[str, Any], status: str, at:
     job["artifacts"] = artifacts(rt, workspace_id, job) if status == "done" else None
     job["updatedAt"] = job["completedAt"] = _iso(at)
     job["_hold"] = None
-    emit(rt, workspace_id, job, TERMINAL_EVENTS[status], at)
-    if status == "done" and kind_settings(rt.world, job["kind"]).get("files") == "video":
+    settings = kind_settings(rt.world, job["kind"])
+    emit(rt, workspace_id, job, settings.get("terminalEvents", TERMINAL_EVENTS)[status], at)
+    if status == "done" and settings.get("files") == "video":
         emit(rt, workspace_id, job, "artifact.ready", at)
     if job["_callback"] is not None:
         delivery.enqueue_callback(rt, workspace_id, job, callback_body(rt, workspace_id, job))
@@ -294,7 +297,8 @@ def emit(rt: Runtime, workspace_id: str, job: dict[str, Any], event: str, at: fl
         "occurredAt": _iso(at),
     }
     job["_events"].append(record)
-    if job["_notify"]:
+    notify = job["_notify"]
+    if notify is True or (isinstance(notify, list) and event in notify):
         delivery.enqueue_subscriptions(
             rt,
             workspace_id,

@@ -1,0 +1,1 @@
+"""HTTP handlers of the library area (bound to operationIds with @handler)."""

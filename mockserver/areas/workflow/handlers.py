@@ -1,0 +1,1 @@
+"""HTTP handlers of the workflow area (bound to operationIds with @handler)."""
