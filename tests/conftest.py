@@ -87,3 +87,20 @@ def live(live_server: LiveServer) -> Iterator[tuple[ApiClient, ControlClient]]:
         control = ControlClient(http)
         control.reset()
         yield ApiClient(http), control
+
+
+@pytest.fixture(scope="session")
+def receiver_server():
+    from tests.support.receiver import ReceiverServer
+
+    server = ReceiverServer()
+    with server:
+        yield server
+
+
+@pytest.fixture
+def receiver(receiver_server):
+    """A webhook receiver on loopback (the test mock allows private callbacks): ``receiver.url``."""
+    receiver_server.app.clear()
+    receiver_server.app.url = receiver_server.url
+    return receiver_server.app

@@ -1,0 +1,102 @@
+"""A webhook receiver for tests: a small ASGI app served by uvicorn on loopback, in a thread.
+
+It records every delivery exactly as received (raw body bytes and headers) and answers from a
+script: ``receiver.script([503, 503, 200])`` answers 503 twice then 200; an entry may be a
+``(status, headers)`` pair, or ``"hang"`` to never answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+
+@dataclass
+class Delivery:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    received_at: float
+
+
+@dataclass
+class Receiver:
+    deliveries: list[Delivery] = field(default_factory=list)
+    _script: list[Any] = field(default_factory=list)
+    _release: asyncio.Event | None = None
+
+    def script(self, answers: list[Any]) -> None:
+        self._script = list(answers)
+
+    def clear(self) -> None:
+        self.deliveries.clear()
+        self._script = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    self._release = asyncio.Event()
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    if self._release is not None:
+                        self._release.set()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        self.deliveries.append(Delivery(scope["path"], headers, body, time.time()))
+        answer = self._script.pop(0) if self._script else 200
+        if answer == "hang":
+            assert self._release is not None
+            await self._release.wait()
+            return
+        status, extra = (answer, {}) if isinstance(answer, int) else answer
+        out = [(b"content-type", b"text/plain")] + [
+            (k.encode(), str(v).encode()) for k, v in extra.items()
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": out})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+class ReceiverServer:
+    def __init__(self) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.app = Receiver()
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the receiver did not start")
+            time.sleep(0.01)
+        return self.app
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
