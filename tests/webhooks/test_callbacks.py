@@ -21,8 +21,8 @@ POLICY = default_contract().limits["webhookDelivery"]
 
 
 def render(api, callback_url: str, **extra) -> dict:
-    body = {"projectId": "prj_acme_01", "story": "A lighthouse keeper.", "callbackUrl": callback_url,
-            "callbackSecret": SECRET, **extra}  # fmt: skip
+    body = {"projectId": "prj_acme_01", "story": "A lighthouse keeper."}
+    body.update(callbackUrl=callback_url, callbackSecret=SECRET, **extra)
     response = api.post("/v1/video/render", json=body)
     assert response.status_code == 200, response.text
     return response.json()["job"]
