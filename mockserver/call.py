@@ -64,12 +64,14 @@ class Call:
     ) -> dict[str, Any]:
         """A cursor-paged list body: ``{items: [...], nextCursor, hasMore}``.
 
-        The cursor is bound to this operation and to every query value except ``cursor`` and
+        The cursor is bound to this operation, its path parameters (a project's comments are
+        another list than another project's) and every query value except ``cursor`` and
         ``limit`` (defaults included), and is checked here; ``check`` may refuse a position.
         ``visible`` filters after reading (a page may then be empty while more follow);
         ``after_seq`` overrides the position (deprecated offset-style parameters).
         """
         filters = {k: v for k, v in self.query.items() if k not in ("cursor", "limit")}
+        filters.update({f"path:{k}": v for k, v in self.path.items()})
         cursors = self.runtime.cursors
         scope = self.operation.operation_id
         if after_seq is None:

@@ -17,10 +17,10 @@ import asyncio
 import inspect
 import json
 import logging
-import re
 import time
 from collections.abc import Awaitable
 from typing import Any
+from urllib.parse import quote, unquote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -42,24 +42,47 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class Router:
-    """Operations by method and path; concrete paths win over templated ones."""
+    """Operations by method and path; concrete segments win over templated ones.
+
+    Matching is by path segments of the raw (still percent-encoded) path, each decoded on its
+    own, so an encoded ``/`` stays inside its segment and control characters reach validation.
+    """
 
     def __init__(self, operations: dict[str, Operation]) -> None:
         table: dict[str, dict[str, Operation]] = {}
         for op in operations.values():
             table.setdefault(op.path, {})[op.method] = op
         ordered = sorted(table.items(), key=lambda item: (item[0].count("{"), -len(item[0])))
-        self._routes = [
-            (re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$"), methods)
-            for path, methods in ordered
-        ]
+        self._routes = [(path.split("/"), methods) for path, methods in ordered]
 
-    def match(self, method: str, path: str) -> tuple[Operation | None, dict[str, str]]:
-        for pattern, methods in self._routes:
-            found = pattern.match(path)
-            if found and method in methods:
-                return methods[method], found.groupdict()
+    def match(
+        self, method: str, path: str, *, encoded: bool = False
+    ) -> tuple[Operation | None, dict[str, str]]:
+        segments = path.split("/")
+        if encoded:
+            segments = [unquote(segment) for segment in segments]
+        for template, methods in self._routes:
+            if len(template) != len(segments) or method not in methods:
+                continue
+            params: dict[str, str] = {}
+            for pattern, segment in zip(template, segments, strict=True):
+                if pattern.startswith("{"):
+                    if not segment:
+                        break
+                    params[pattern[1:-1]] = segment
+                elif pattern != segment:
+                    break
+            else:
+                return methods[method], params
         return None, {}
+
+
+def request_path(request: Request) -> str:
+    """The path as sent (percent-encoded), without the query."""
+    raw = request.scope.get("raw_path")
+    if raw:
+        return raw.decode("latin-1").split("?", 1)[0]
+    return quote(request.scope["path"])
 
 
 def error_response(error: ApiError) -> Response:
@@ -81,16 +104,17 @@ class Dispatcher:
         rt = self.runtime
         request_id = new_request_id()
         started = time.perf_counter()
-        op, path_params = self.router.match(request.method, request.url.path)
+        path = request_path(request)
+        op, path_params = self.router.match(request.method, path, encoded=True)
         rate: RateState | None = None
         replayed = False
         try:
             if op is None:
                 raise ApiError(
-                    "not_found", f"no operation answers {request.method} {request.url.path}"
+                    "not_found", f"no operation answers {request.method} {path}"
                 )
             rt.scheduler.tick()  # bring time-driven state up to now before answering
-            fault = rt.faults.take(op.operation_id, request.url.path)
+            fault = rt.faults.take(op.operation_id, request.scope["path"])
             if fault is not None:
                 if fault.delay_ms:
                     await asyncio.sleep(fault.delay_ms / 1000)
@@ -146,7 +170,7 @@ class Dispatcher:
         except ApiError as error:
             response = error_response(error)
         except Exception:
-            log.exception("unhandled error in %s %s", request.method, request.url.path)
+            log.exception("unhandled error in %s %s", request.method, path)
             response = error_response(
                 ApiError("internal_error", f"internal error; quote request id {request_id}")
             )
@@ -159,7 +183,7 @@ class Dispatcher:
             {
                 "requestId": request_id,
                 "method": request.method,
-                "path": request.url.path,
+                "path": request.scope["path"],
                 "operationId": op.operation_id if op else None,
                 "status": response.status_code,
                 "time": iso_z(rt.clock.now()),

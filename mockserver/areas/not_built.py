@@ -10,54 +10,7 @@ from mockserver.call import Call
 from mockserver.platform.errors import ApiError
 from mockserver.registry import handler
 
-NOT_BUILT: tuple[str, ...] = (
-    # Generation work and jobs (issue 4).
-    "createFilmOutline",
-    "editVideo",
-    "approveVideoEdit",
-    "createFootage",
-    "remixVideo",
-    "createModelFromText",
-    "createModelFromImage",
-    "createAgentRun",
-    "getJobProposal",
-    # Community campaigns and autopilots (issue 5).
-    "createCommunityCampaign",
-    "listCommunityCampaigns",
-    "getCommunityCampaign",
-    "updateCommunityCampaign",
-    "getAutopilot",
-    "saveAutopilot",
-    "createAutopilotRun",
-    "approveAutopilotRun",
-    "retryAutopilotRun",
-    "listAutopilotRuns",
-    # Themes, discovery and viral content (issue 5).
-    "classifyThemes",
-    "listThemes",
-    "getTheme",
-    "buildNicheProfile",
-    "getDiscoveryHealth",
-    "compileDiscoveryPlan",
-    "listDiscoveryConfigs",
-    "listDiscoveryRuns",
-    "listViralContent",
-    "getViralContent",
-    "searchHooks",
-    "getHookStats",
-    "listCatalogVideos",
-    # Review, assets, variations and snapshots (issue 5).
-    "getProjectTranscript",
-    "editProjectTranscript",
-    "listProjectComments",
-    "addProjectComment",
-    "shareProject",
-    "getVariationBatch",
-    "listAssets",
-    "importAsset",
-    "getAssetTranscript",
-    "createContextSnapshot",
-)
+NOT_BUILT: tuple[str, ...] = ()
 
 
 def _not_built(operation_id: str):

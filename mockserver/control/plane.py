@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from mockserver.areas import AREAS
 from mockserver.contract import Contract
-from mockserver.dispatch import Router, error_response
+from mockserver.dispatch import Router, error_response, request_path
 from mockserver.platform.envelope import json_response, new_request_id
 from mockserver.platform.errors import ApiError, not_found
 from mockserver.platform.validation import MISSING, compile_all
@@ -93,7 +93,7 @@ class ControlPlane:
     async def handle(self, request: Request) -> Response:
         request_id = new_request_id()
         try:
-            op, path_params = self.router.match(request.method, request.url.path)
+            op, path_params = self.router.match(request.method, request_path(request), encoded=True)
             if op is None:
                 raise not_found(f"control operation {request.method} {request.url.path}")
             if op.operation_id == "controlOpenApi":

@@ -68,7 +68,7 @@ class CursorCodec:
                 "unusable cursor: list again from the first page", reason="cursor_invalid"
             )
         _, payload, mac = parts
-        if not hmac.compare_digest(mac, self._mac(payload)):
+        if not hmac.compare_digest(mac.encode(), self._mac(payload).encode()):
             raise invalid_request(
                 "unusable cursor: it was altered; list again from the first page",
                 reason="cursor_invalid",

@@ -149,3 +149,8 @@ def test_every_walk_of_campaigns_is_the_same_set_whatever_the_limit(api, control
 def test_every_cursor_list_walks_to_its_end(api, path, items):
     small = api.walk(path, items, limit=1)
     assert small == api.walk(path, items, limit=100)
+
+
+@pytest.mark.parametrize("cursor", ["c1.x.\u0080", "c1.é.y", "\u0000", "c1..", "c1.e30.AAAA"])
+def test_unreadable_cursors_answer_400_never_500(api, cursor):
+    refused(api.get("/v1/campaigns", params={"cursor": cursor}))

@@ -65,3 +65,9 @@ def test_a_code_cannot_leave_under_a_status_its_table_does_not_list():
     assert ApiError("upstream_error", "x", status=502).status == 502
     assert ApiError("upstream_error", "x").status == 500
     assert statuses_by_code()["capability_unavailable"] == (503,)
+
+
+@pytest.mark.parametrize("segment", ["%0A", "%0D%0A", "%20", "a%2Fb"])
+def test_odd_path_segments_reach_their_operation(api, segment):
+    response = api.get(f"/v1/jobs/{segment}")
+    assert response.status_code == 404 and "x-ratelimit-limit" in response.headers

@@ -62,7 +62,9 @@ def check_response(response: httpx.Response) -> None:
     request = response.request
     path = request.url.path
     assert response.headers.get("x-request-id"), f"{request.method} {path}: no x-request-id"
-    operation, _ = router().match(request.method, path)
+    operation, _ = router().match(
+        request.method, request.url.raw_path.decode("latin-1").split("?")[0], encoded=True
+    )
     if operation is None:
         body = response.json()
         assert (
@@ -87,7 +89,7 @@ def _openapi_core_check(response: httpx.Response) -> None:
     req = _Request(
         request.method.lower(),
         base,
-        request.url.path,
+        request.url.raw_path.decode("latin-1").split("?")[0],
         request.content or None,
         request.headers.get("content-type", "application/json"),
         RequestParameters(query=dict(request.url.params), header=Headers(dict(request.headers))),

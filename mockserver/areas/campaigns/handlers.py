@@ -6,7 +6,6 @@ from typing import Any
 
 from mockserver.areas.campaigns import state
 from mockserver.call import Call
-from mockserver.platform.envelope import public
 from mockserver.registry import handler
 
 
@@ -15,11 +14,13 @@ def list_campaigns(call: Call) -> dict[str, Any]:
     status = call.query["status"]
     records = call.world.records(call.workspace_id, "campaigns")
     if status != "all":
-        records = (c for c in records if c["status"] == status)
-    return call.page("campaigns", records, visible=state.visible)
+        records = (c for c in records if state.view(call, c)["status"] == status)
+    return call.page(
+        "campaigns", records, visible=state.visible, view=lambda c: state.view(call, c)
+    )
 
 
 @handler("updateCampaign")
 def update_campaign(call: Call) -> dict[str, Any]:
     campaign = state.get_campaign(call, call.path["campaignId"])
-    return {"campaign": public(state.update(call, campaign, call.body))}
+    return {"campaign": state.view(call, state.update(call, campaign, call.body))}

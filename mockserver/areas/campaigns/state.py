@@ -8,6 +8,10 @@
 - A completed campaign does not move back to ``draft``, ``scheduled`` or ``active``
   (409 ``conflict``, inferred).
 - Connected account ids must exist in the workspace (404 ``not_found``).
+- Community campaigns are campaigns too: each has a record here with its own id (``source``
+  ``community``), and everything the community campaign holds (title, description, account,
+  platform, mode, status, caps) is read from it, so the two views agree (community/state.py);
+  a PATCH of one goes to the community campaign (``community.state.apply_general_patch``).
 - Some campaigns are hidden from API keys (``_hidden``, for example withdrawn drafts of
   first-party agents); lists filter them after reading, so a page can be empty while
   ``nextCursor`` is not null.
@@ -17,7 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockserver.areas.community import state as community
 from mockserver.call import Call
+from mockserver.platform.envelope import public
 from mockserver.platform.errors import ApiError, conflict, not_found
 from mockserver.platform.governance import config_locked_for
 
@@ -26,6 +32,16 @@ OPEN_MOVES = frozenset({"paused", "completed"})
 
 def visible(campaign: dict[str, Any]) -> bool:
     return not campaign.get("_hidden")
+
+
+def community_of(call: Call, campaign: dict[str, Any]) -> dict[str, Any] | None:
+    return call.world.get(call.workspace_id, community.COLLECTION, campaign["id"])
+
+
+def view(call: Call, campaign: dict[str, Any]) -> dict[str, Any]:
+    """A campaign as clients see it (a community campaign's fields read from it)."""
+    backing = community_of(call, campaign)
+    return public(campaign) if backing is None else community.general_view(campaign, backing)
 
 
 def get_campaign(call: Call, campaign_id: str) -> dict[str, Any]:
@@ -49,7 +65,7 @@ def check_patch(call: Call, campaign: dict[str, Any], changes: dict[str, Any]) -
     if (
         target is not None
         and target not in OPEN_MOVES
-        and campaign["status"] == "completed"
+        and view(call, campaign)["status"] == "completed"
         and target != "completed"
     ):
         raise conflict(
@@ -62,6 +78,10 @@ def check_patch(call: Call, campaign: dict[str, Any], changes: dict[str, Any]) -
 
 def update(call: Call, campaign: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     check_patch(call, campaign, changes)
+    backing = community_of(call, campaign)
+    if backing is not None:
+        community.apply_general_patch(call, campaign, backing, changes)
+        return campaign
     for field, value in changes.items():
         campaign[field] = value
     campaign["updatedAt"] = call.now_iso

@@ -122,8 +122,11 @@ def create_job(
     callback: dict[str, str] | None = None,
     hold: dict[str, str] | None = None,
     meta: dict[str, Any] | None = None,
+    start_at: float | None = None,
 ) -> dict[str, Any]:
     """File a new job under a project and schedule it from now.
+
+    ``start_at`` (epoch seconds) keeps the job in its first step (``queued``) until then.
 
     ``callback`` is ``{"url": ..., "secret": <plain>}`` (sealed here, never stored in clear).
     ``hold`` (``{"phase": ...}``, by default the kind's) stops the job at
@@ -146,7 +149,9 @@ def create_job(
         "createdAt": call.now_iso,
         "updatedAt": call.now_iso,
         "completedAt": None,
-        "_plan": plan(now, settings["steps"]),
+        "_plan": plan(now, settings["steps"])
+        if start_at is None or start_at <= now
+        else plan(now, settings["steps"][:1])[:1] + plan(start_at, settings["steps"][1:]),
         "_step": 0,
         "_hold": hold,
         "_outcome": default_outcome(call.world, kind, job_id),
