@@ -28,10 +28,7 @@ AREAS = (
     "library",
     "workflow",
 )
-HANDLER_MODULES = (
-    *(f"mockserver.areas.{area}.handlers" for area in AREAS),
-    "mockserver.areas.not_built",
-)
+HANDLER_MODULES = tuple(f"mockserver.areas.{area}.handlers" for area in AREAS)
 
 
 def load() -> None:

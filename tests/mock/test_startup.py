@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from mockserver import areas, registry
-from mockserver.areas.not_built import NOT_BUILT
 from mockserver.contract import Contract, default_contract
 
 
@@ -37,18 +36,3 @@ def test_a_handler_for_an_operation_the_contract_lacks_refuses_to_start():
         match="handlers for operations the contract lacks: createProduct, listProducts",
     ):
         registry.bind(Contract(document))
-
-
-def test_not_built_operations_answer_503_capability_unavailable_saying_so(api):
-    """The operations this mock does not emulate yet (the list shrinks as areas are built)."""
-    for operation_id in NOT_BUILT:
-        op = default_contract().operations[operation_id]
-        path = op.path.replace("{", "").replace("}", "")
-        response = api.request(op.method, path)
-        if response.status_code == 400:
-            continue  # refused by validation before reaching the handler
-        assert response.status_code == 503, (operation_id, response.text)
-        body = response.json()
-        assert (
-            body["code"] == "capability_unavailable" and "does not emulate it yet" in body["error"]
-        )
