@@ -1,17 +1,203 @@
-"""``conformance``: run the conformance suite against a deployment."""
+"""``conformance``: run the conformance suite against a deployment.
+
+Exit status: 0 when every check passes, 1 when any fails, 2 for a usage error or an unreachable
+target.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
 
 from conformance import __version__
+from conformance.api import RunConfig, TargetUnreachable, UsageError, run, validate
+from conformance.checks import all_checks
+from conformance.console import ProgressDisplay, print_report
+from conformance.profiles import PROFILES
+from conformance.signatures import check_timestamp_format, verify
+
+USAGE_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(USAGE_ERROR)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="conformance", description=__doc__)
+    parser = _Parser(prog="conformance", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"conformance {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run_parser = commands.add_parser("run", help="run the checks against a deployment")
+    target = run_parser.add_argument_group("target")
+    target.add_argument("--base-url", metavar="URL", help="the deployment, e.g. https://api.x")
+    target.add_argument("--api-key", metavar="KEY", help="a workspace API key")
+    target.add_argument(
+        "--second-key", metavar="KEY", help="a key of another workspace (cross-workspace checks)"
+    )
+    target.add_argument(
+        "--mock",
+        action="store_true",
+        help="start the bundled mock (manual clock, private callbacks) and test it",
+    )
+    target.add_argument(
+        "--mock-url",
+        metavar="URL",
+        help="the bundled mock, already running with --clock manual --allow-private-callbacks "
+        "and the default fixtures (its control plane is used)",
+    )
+    target.add_argument("--mock-defect", action="append", default=[], help=argparse.SUPPRESS)
+    how = run_parser.add_argument_group("how")
+    how.add_argument(
+        "--profile",
+        choices=PROFILES,
+        help="contract: only what the interface document states (default for --base-url); "
+        "full: the whole contract (default for --mock)",
+    )
+    how.add_argument(
+        "--allow-spend",
+        action="store_true",
+        help="allow paid and creating calls (never made otherwise, except against --mock)",
+    )
+    how.add_argument("--max-requests", type=int, metavar="N", help="bound the whole run")
+    how.add_argument("--seed", type=int, metavar="N", help="make generation reproducible")
+    how.add_argument(
+        "--only", nargs="+", default=[], metavar="CHECK", help="checks or families to run"
+    )
+    how.add_argument("--skip", nargs="+", default=[], metavar="CHECK", help="checks to leave out")
+    hooks = run_parser.add_argument_group("webhooks")
+    hooks.add_argument(
+        "--receiver-listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where the suite's webhook receiver listens (default %(default)s)",
+    )
+    hooks.add_argument(
+        "--receiver-url",
+        metavar="PUBLIC_URL",
+        help="the receiver's public HTTPS address, for a real deployment to deliver to",
+    )
+    hooks.add_argument(
+        "--webhook-wait",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for deliveries from a real deployment (default %(default)s)",
+    )
+    out = run_parser.add_argument_group("reports")
+    out.add_argument("--junit-xml", type=Path, metavar="PATH")
+    out.add_argument("--report-json", type=Path, metavar="PATH")
+    out.add_argument("--report-html", type=Path, metavar="PATH")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    commands.add_parser("list-checks", help="name every check with a one-line description")
+
+    verify_parser = commands.add_parser(
+        "verify-signature", help="verify one webhook delivery offline"
+    )
+    verify_parser.add_argument("--secret", required=True, help="the signing secret")
+    verify_parser.add_argument("--timestamp", required=True, help="X-Service-Timestamp")
+    verify_parser.add_argument("--signature", required=True, help="X-Service-Signature")
+    verify_parser.add_argument(
+        "--body-file", required=True, type=Path, help="the raw body bytes as received"
+    )
     return parser
 
 
+def config_from(args: argparse.Namespace) -> RunConfig:
+    return RunConfig(
+        base_url=args.base_url,
+        api_key=args.api_key,
+        second_key=args.second_key,
+        mock=args.mock,
+        mock_url=args.mock_url,
+        profile=args.profile,
+        allow_spend=args.allow_spend,
+        max_requests=args.max_requests,
+        seed=args.seed,
+        only=args.only,
+        skip=args.skip,
+        receiver_listen=args.receiver_listen,
+        receiver_url=args.receiver_url,
+        webhook_wait=args.webhook_wait,
+        junit_xml=args.junit_xml,
+        report_json=args.report_json,
+        report_html=args.report_html,
+        mock_defects=args.mock_defect,
+    )
+
+
+def command_run(args: argparse.Namespace) -> int:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)  # CI logs: wide enough for the summary table
+    config = config_from(args)
+    try:
+        checks = validate(config)
+    except UsageError as exc:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    display = (
+        None if args.no_progress or not console.is_terminal else ProgressDisplay(console, checks)
+    )
+    config.on_event = display
+    try:
+        if display is not None:
+            with display:
+                report = run(config)
+        else:
+            report = run(config)
+    except UsageError as exc:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except TargetUnreachable as exc:
+        print(f"conformance: the target is unreachable: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    print_report(console, report)
+    return report.exit_code
+
+
+def command_list_checks() -> int:
+    checks = all_checks()
+    width = max(len(c.name) for c in checks)
+    for check in checks:
+        flags = f"  [{', '.join(check.flags)}]" if check.flags else ""
+        print(f"{check.name:<{width}}  {check.description}{flags}")
+    return 0
+
+
+def command_verify_signature(args: argparse.Namespace) -> int:
+    try:
+        body = args.body_file.read_bytes()
+    except OSError as exc:
+        print(f"conformance: error: cannot read {args.body_file}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    problems = []
+    if not check_timestamp_format(args.timestamp):
+        problems.append(f"the timestamp {args.timestamp!r} is not UTC YYYY-MM-DDTHH:MM:SSZ")
+    if not verify(args.secret, args.timestamp, body, args.signature):
+        problems.append("the signature does not match sha256=<lowercase hex HMAC-SHA256> of "
+                        "'<timestamp>.<raw body>'")  # fmt: skip
+    if problems:
+        for problem in problems:
+            print(f"invalid: {problem}")
+        return 1
+    print("valid: the signature matches the raw body and the timestamp")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
-    build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        status = command_run(args)
+    elif args.command == "list-checks":
+        status = command_list_checks()
+    else:
+        status = command_verify_signature(args)
+    raise SystemExit(status)

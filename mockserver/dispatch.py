@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from mockserver import defects
 from mockserver.call import Call
 from mockserver.contract import Operation
 from mockserver.platform.auth import authenticate, check_workspace_slug, require_write
@@ -110,9 +111,7 @@ class Dispatcher:
         replayed = False
         try:
             if op is None:
-                raise ApiError(
-                    "not_found", f"no operation answers {request.method} {path}"
-                )
+                raise ApiError("not_found", f"no operation answers {request.method} {path}")
             rt.scheduler.tick()  # bring time-driven state up to now before answering
             fault = rt.faults.take(op.operation_id, request.scope["path"])
             if fault is not None:
@@ -122,6 +121,8 @@ class Dispatcher:
                     raise fault.error()  # type: ignore[misc]
             if op.public:
                 # Public operations (the contract itself) need no key and are never counted.
+                if rt.defect("openapi-needs-key") and not request.headers.get("authorization"):
+                    raise ApiError("unauthorized", "defect: openapi-needs-key")
                 result = self.bindings[op.operation_id].func(rt)
                 response = result if isinstance(result, Response) else json_response(200, result)
             else:
@@ -134,7 +135,8 @@ class Dispatcher:
                         f"retry after {rate.reset_seconds} seconds",
                         headers={"Retry-After": str(rate.reset_seconds)},
                     )
-                check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
+                if not rt.defect("workspace-slug-ignored"):
+                    check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
                 injected = fault.error() if fault is not None else None
                 if injected is not None:
                     if injected.status == 429:
@@ -145,9 +147,13 @@ class Dispatcher:
                     raise injected
                 validator = rt.validators[op.operation_id]
                 body = await self.read_body(request) if validator.accepts_body else MISSING
-                valid = validator.validate(
-                    path_params, list(request.query_params.multi_items()), request.headers, body
-                )
+                query = list(request.query_params.multi_items())
+                headers = dict(request.headers)
+                if rt.settings.defects:
+                    query, headers, body = defects.on_request(
+                        rt.settings.defects, op, query, headers, body
+                    )
+                valid = validator.validate(path_params, query, headers, body)
                 binding = self.bindings[op.operation_id]
                 if binding.writes:
                     require_write(caller)
@@ -155,7 +161,7 @@ class Dispatcher:
                     rt, op, request_id, caller, valid.path, valid.query, valid.headers, valid.body
                 )
                 key = valid.headers.get(IDEMPOTENCY_HEADER)
-                if key is not None:
+                if key is not None and not rt.defect("replay-creates-again"):
                     reply, replayed = await rt.idempotency.run(
                         caller.workspace_id,
                         key,
@@ -167,6 +173,8 @@ class Dispatcher:
                 response = json_response(reply.status, reply.body, reply.headers)
                 if replayed:
                     response.headers["Idempotent-Replayed"] = "true"
+                    if rt.defect("replay-charges-twice") and "cost" in reply.body:
+                        call.workspace["credits"] -= reply.body["cost"]["credits"]
         except ApiError as error:
             response = error_response(error)
         except Exception:
@@ -179,6 +187,8 @@ class Dispatcher:
             for name, value in rate.headers().items():
                 if name not in response.headers:
                     response.headers[name] = value
+        if rt.settings.defects:
+            response = defects.on_response(rt.settings.defects, op, response)
         rt.journal.record(
             {
                 "requestId": request_id,
@@ -222,6 +232,8 @@ class Dispatcher:
             ) from None
 
     def too_large(self) -> ApiError:
+        if self.runtime.defect("no-payload-limit"):
+            return invalid_request("the body is too large", reason="defect")
         return ApiError(
             "payload_too_large",
             f"the body is larger than {self.max_body} bytes",

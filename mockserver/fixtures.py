@@ -50,7 +50,9 @@ def _includes(node: Any, base: Path) -> Any:
     return node
 
 
-def build_world(fixtures: dict[str, Any], *, seed: int | None = None) -> World:
+def build_world(
+    fixtures: dict[str, Any], *, seed: int | None = None, defects: frozenset[str] = frozenset()
+) -> World:
     """A new world holding exactly the fixtures."""
     fixtures = copy.deepcopy(fixtures)
     data: dict[str, Any] = {
@@ -61,7 +63,7 @@ def build_world(fixtures: dict[str, Any], *, seed: int | None = None) -> World:
         "keys": {},
         "workspaces": {},
     }
-    world = World(data, seed=seed)
+    world = World(data, seed=seed, defects=defects)
     for spec in fixtures["workspaces"]:
         _add_workspace(world, spec)
     for name, value in fixtures.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mockserver import defects
 from mockserver.contract import Contract, default_contract
 from mockserver.fixtures import build_world, load_fixtures
 from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
@@ -24,13 +25,16 @@ DEFAULT_START = "2026-11-20T09:00:00Z"
 class Runtime:
     def __init__(self, settings: Settings | None = None, contract: Contract | None = None) -> None:
         self.settings = settings or Settings()
+        defects.check(self.settings.defects)
         self.contract = contract or default_contract()
         self.fixtures = load_fixtures(self.settings.fixtures)
         self.start = parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
         self.clock: Clock = make_clock(self.settings.clock, self.start)
-        self.world: World = build_world(self.fixtures, seed=self.settings.seed)
+        self.world: World = self._new_world()
         limits = self.contract.limits
-        self.cursors = CursorCodec(self.clock, int(limits["cursorLifetimeSeconds"]))
+        self.cursors = CursorCodec(
+            self.clock, int(limits["cursorLifetimeSeconds"]), defects=self.settings.defects
+        )
         self.rate = RateLimiter(
             self.settings.rate_limit or self.contract.rate_limit_per_minute, self.clock
         )
@@ -47,13 +51,16 @@ class Runtime:
         self.clock.on_change(lambda _now: self.scheduler.tick(force=True))
         self.delivery: Any = None  # the webhook delivery worker, attached by the app
 
+    def _new_world(self) -> World:
+        return build_world(self.fixtures, seed=self.settings.seed, defects=self.settings.defects)
+
     def defect(self, name: str) -> bool:
         """True when the test-only defect ``name`` is switched on (see the conformance tests)."""
         return name in self.settings.defects
 
     def reset(self) -> None:
         """State back to the fixtures: records, credits, keys, clock (manual), limits, faults."""
-        self.world = build_world(self.fixtures, seed=self.settings.seed)
+        self.world = self._new_world()
         if isinstance(self.clock, ManualClock):
             self.clock.set(self.start)
         self.rate.reset()
@@ -63,7 +70,7 @@ class Runtime:
 
     def restore(self, data: dict[str, Any]) -> None:
         """Replace the whole state with a snapshot (``PUT /_mock/snapshot``)."""
-        self.world = World(data, seed=self.settings.seed)
+        self.world = World(data, seed=self.settings.seed, defects=self.settings.defects)
         if isinstance(self.clock, ManualClock) and "clock" in data:
             self.clock.set(parse_time(data["clock"]))
         self.rate.reset()

@@ -30,9 +30,16 @@ from mockserver.platform.ids import IdFactory
 
 
 class World:
-    def __init__(self, data: dict[str, Any], *, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        data: dict[str, Any],
+        *,
+        seed: int | None = None,
+        defects: frozenset[str] = frozenset(),
+    ) -> None:
         self.data = data
         self.seed = seed
+        self.defects = defects  # test-only (mockserver/defects.py)
         self.ids = IdFactory(seed, data.setdefault("counters", {}))
         data.setdefault("seq", 0)
         data.setdefault("idempotency", {})
@@ -59,7 +66,11 @@ class World:
 
     def get(self, workspace_id: str, name: str, record_id: str) -> dict[str, Any] | None:
         """A record of this workspace, or None (ids of other workspaces are simply not here)."""
-        return self.collection(workspace_id, name).get(record_id)
+        found = self.collection(workspace_id, name).get(record_id)
+        if found is None and "cross-workspace-readable" in self.defects:  # defect:
+            for other in self.workspaces:
+                found = found or self.collection(other, name).get(record_id)
+        return found
 
     def insert(self, workspace_id: str, name: str, record: dict[str, Any]) -> dict[str, Any]:
         """Add a record at the end of its collection's order."""

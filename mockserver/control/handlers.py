@@ -54,6 +54,9 @@ def get_credits(rt: Runtime, call: Validated) -> dict[str, Any]:
 def set_credits(rt: Runtime, call: Validated) -> dict[str, Any]:
     workspace = _workspace(rt, call.path["workspace"])
     workspace["credits"] = call.body["balance"]
+    if rt.defect("budget-cap-lifted-by-top-up"):  # defect:
+        for member in workspace["members"].values():
+            member["budgetCapped"] = False
     return {"workspace": workspace["slug"], "balance": workspace["credits"]}
 
 

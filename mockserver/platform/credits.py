@@ -31,7 +31,7 @@ def capability(world: World, name: str) -> dict[str, Any]:
 
 def require_available(world: World, name: str) -> dict[str, Any]:
     entry = capability(world, name)
-    if not entry["available"]:
+    if not entry["available"] and "unavailable-capability-served" not in world.defects:
         raise ApiError(
             "capability_unavailable",
             f"capability {name!r} is not available on this deployment right now",
@@ -70,6 +70,8 @@ def check_affordable(world: World, caller: Caller, lines: Sequence[dict[str, Any
         )
     price, balance = total(lines), workspace["credits"]
     if price > balance:
+        if "insufficient-credits-without-shortfall" in world.defects:  # defect:
+            raise ApiError("insufficient_credits", "not enough credits")
         raise ApiError(
             "insufficient_credits",
             f"this call costs {price} credits and the workspace has {balance}",

@@ -47,7 +47,14 @@ class Position:
 
 
 class CursorCodec:
-    def __init__(self, clock: Clock, lifetime: int, key: bytes | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        lifetime: int,
+        key: bytes | None = None,
+        defects: frozenset[str] = frozenset(),
+    ) -> None:
+        self.defects = defects  # test-only (mockserver/defects.py)
         self.clock = clock
         self.lifetime = lifetime
         self._key = key or secrets.token_bytes(32)
@@ -68,15 +75,23 @@ class CursorCodec:
                 "unusable cursor: list again from the first page", reason="cursor_invalid"
             )
         _, payload, mac = parts
-        if not hmac.compare_digest(mac.encode(), self._mac(payload).encode()):
+        tamper_ok = "tampered-cursor-accepted" in self.defects  # defect:
+        if not tamper_ok and not hmac.compare_digest(mac.encode(), self._mac(payload).encode()):
             raise invalid_request(
                 "unusable cursor: it was altered; list again from the first page",
                 reason="cursor_invalid",
             )
-        body = json.loads(_unb64(payload))
+        try:
+            body = json.loads(_unb64(payload))
+            if not isinstance(body, dict) or not {"s", "f", "p", "t"} <= set(body):
+                raise ValueError("not a cursor")
+        except ValueError:
+            if tamper_ok:  # defect: an unreadable cursor starts over instead of a 400
+                return Position(seq=0, issued_at=self.clock.timestamp())
+            raise invalid_request("unusable cursor", reason="cursor_invalid") from None
         if body["s"] != scope:
             raise invalid_request("this cursor belongs to another list", reason="cursor_invalid")
-        if body["f"] != filters_hash(filters):
+        if body["f"] != filters_hash(filters) and "unbound-cursors" not in self.defects:
             raise invalid_request(
                 "this cursor was issued for other filters; keep the filters unchanged while "
                 "paging, or list again from the first page",

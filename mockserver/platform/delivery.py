@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -251,7 +252,7 @@ class DeliveryWorker:
                 raise PermissionError(
                     "the signing secret cannot be opened (snapshot from another data key)"
                 )
-            status, retry_after = await self._send(record, secret, sent_at)
+            status, retry_after = await self._send(record, secret, sent_at, number)
         except urlpolicy.UrlRefused as refused:
             error, permanent = f"refused at delivery: {refused.message}", True
         except PermissionError as exc:
@@ -292,7 +293,7 @@ class DeliveryWorker:
         return subscription is not None and subscription["enabled"]
 
     async def _send(
-        self, record: dict[str, Any], secret: str, sent_at: datetime
+        self, record: dict[str, Any], secret: str, sent_at: datetime, number: int
     ) -> tuple[int, int | None]:
         allow_private = self.rt.settings.allow_private_callbacks
         resolved = await urlpolicy.resolve_and_check(record["url"], allow_private=allow_private)
@@ -312,6 +313,8 @@ class DeliveryWorker:
             event_id=record["eventId"],
             **ids,
         )
+        if self.rt.settings.defects:
+            body, headers = self._defective(record, secret, sent_at, number, body, headers)
         timeout = float(self.policy["attemptTimeoutSeconds"])
         async with httpx.AsyncClient(follow_redirects=False, timeout=timeout) as client:
             response = await client.post(
@@ -327,21 +330,54 @@ class DeliveryWorker:
                     str(peer[0]), allow_private=allow_private, url=record["url"]
                 )
         retry_after = response.headers.get("retry-after")
-        return response.status_code, int(
-            retry_after
-        ) if retry_after and retry_after.isdigit() else None
+        seconds = int(retry_after) if retry_after and retry_after.isdigit() else None
+        return response.status_code, seconds
 
-    @staticmethod
-    def _outcome(status: int | None, permanent: bool) -> str:
+    def _outcome(self, status: int | None, permanent: bool) -> str:
         if permanent:
             return "permanent"
         if status is None:
             return "retry"
         if 200 <= status < 300:
             return "delivered"
-        if status in RETRYABLE_STATUSES or status >= 500:
+        if (
+            status in RETRYABLE_STATUSES
+            or status >= 500
+            or (
+                status == 400 and self.rt.defect("retry-after-400")  # defect:
+            )
+        ):
             return "retry"
         return "permanent"  # other 4xx, and every 3xx: redirects are never followed
+
+    def _defective(
+        self,
+        record: dict[str, Any],
+        secret: str,
+        sent_at: datetime,
+        number: int,
+        body: bytes,
+        headers: dict[str, str],
+    ) -> tuple[bytes, dict[str, str]]:
+        """The delivery-side test-only defects (mockserver/defects.py)."""
+        rt = self.rt
+        timestamp = headers["X-Service-Timestamp"]
+        signed = body
+        if rt.defect("new-event-id-on-retry") and number > 1:
+            new_id = f"{record['eventId']}_{number}"
+            body = body.replace(record["eventId"].encode(), new_id.encode())
+            signed = body
+            headers["X-Service-Event-Id"] = new_id
+        if rt.defect("delivery-timestamp-without-z"):
+            timestamp = sent_at.isoformat()
+        if rt.defect("signature-over-reserialised-body"):
+            signed = json.dumps(json.loads(body), sort_keys=True).encode()
+        signature = signing.sign(secret, timestamp, signed)
+        if rt.defect("uppercase-signature-hex"):
+            signature = "sha256=" + signature.removeprefix("sha256=").upper()
+        headers["X-Service-Timestamp"] = timestamp
+        headers["X-Service-Signature"] = signature
+        return body, headers
 
     def _delay(self, record: dict[str, Any], number: int, retry_after: int | None) -> float:
         if retry_after is not None:

@@ -14,18 +14,18 @@ from mockserver.registry import handler
 @handler("createWebhookSubscription")
 async def create_subscription(call: Call) -> dict[str, Any]:
     await check_url(call, call.body["url"], field="url")
-    return {"subscription": state.view(state.create(call, call.body))}
+    return {"subscription": state.view(call, state.create(call, call.body))}
 
 
 @handler("listWebhookSubscriptions")
 def list_subscriptions(call: Call) -> dict[str, Any]:
     records = call.world.records(call.workspace_id, SUBSCRIPTIONS)
-    return call.page("subscriptions", records, view=state.view)
+    return call.page("subscriptions", records, view=lambda s: state.view(call, s))
 
 
 @handler("getWebhookSubscription")
 def get_subscription(call: Call) -> dict[str, Any]:
-    return {"subscription": state.view(state.get(call, call.path["subscriptionId"]))}
+    return {"subscription": state.view(call, state.get(call, call.path["subscriptionId"]))}
 
 
 @handler("updateWebhookSubscription")
@@ -34,7 +34,7 @@ async def update_subscription(call: Call) -> dict[str, Any]:
     if "url" in call.body:
         await check_url(call, call.body["url"], field="url")
     subscription = state.get(call, call.path["subscriptionId"])  # it may have gone meanwhile
-    return {"subscription": state.view(state.update(call, subscription, call.body))}
+    return {"subscription": state.view(call, state.update(call, subscription, call.body))}
 
 
 @handler("deleteWebhookSubscription")

@@ -25,8 +25,11 @@ def get(call: Call, subscription_id: str) -> dict[str, Any]:
     return subscription
 
 
-def view(subscription: dict[str, Any]) -> dict[str, Any]:
-    return public(subscription)
+def view(call: Call, subscription: dict[str, Any]) -> dict[str, Any]:
+    shown = public(subscription)
+    if call.runtime.defect("secret-echoed"):  # defect: (mockserver/defects.py)
+        shown["secret"] = call.runtime.secrets.open(subscription["_secret"])
+    return shown
 
 
 def create(call: Call, body: dict[str, Any]) -> dict[str, Any]:

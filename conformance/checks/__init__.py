@@ -1,0 +1,109 @@
+"""The checks, each a named function stating one rule, registered with a one-line description.
+
+A check is selected by its name (``pagination-walk``) or by its family (``pagination``: every check
+of that family). Flags say what a check needs:
+
+* ``spends``: it makes paid calls; ``creates``: it creates or changes resources. Both run only with
+  ``--allow-spend`` or against ``--mock`` (validation probes, which must be refused before any
+  charge, are not spending and are always allowed);
+* ``needs_second_key``: it needs ``--second-key`` (ids of another workspace);
+* ``only_when_selected``: it runs only when named by ``--only`` (the rate-limit probe).
+
+Observers (``observe``) judge every response the run receives, whoever sent the request.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conformance.runner import Context
+    from conformance.target import Exchange
+
+FAMILIES = (
+    "envelope", "auth", "pagination", "idempotency", "webhooks", "limits", "schema", "rate-limit",
+)  # fmt: skip
+_MODULES = ("envelope", "auth", "pagination", "idempotency", "webhooks", "limits", "schema",
+            "ratelimit")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    family: str
+    description: str
+    run: Callable[[Context], None] | None = None
+    observe: Callable[[Context, Exchange], None] | None = None
+    spends: bool = False
+    creates: bool = False
+    needs_second_key: bool = False
+    only_when_selected: bool = False
+
+    @property
+    def flags(self) -> list[str]:
+        names = ("spends", "creates", "needs_second_key", "only_when_selected")
+        flags = [n.replace("_", "-") for n in names if getattr(self, n)]
+        return flags + (["observer"] if self.observe else [])
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def check(
+    name: str, family: str, description: str, **flags: Any
+) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
+    """Register ``function(ctx)`` as the check ``name``."""
+
+    def register(function: Callable[[Context], None]) -> Callable[[Context], None]:
+        REGISTRY[name] = Check(name, family, description, run=function, **flags)
+        return function
+
+    return register
+
+
+def observer(
+    name: str, family: str, description: str
+) -> Callable[[Callable[[Context, Exchange], None]], Callable[[Context, Exchange], None]]:
+    """Register ``function(ctx, exchange)``, called on every exchange, as the check ``name``."""
+
+    def register(
+        function: Callable[[Context, Exchange], None],
+    ) -> Callable[[Context, Exchange], None]:
+        REGISTRY[name] = Check(name, family, description, observe=function)
+        return function
+
+    return register
+
+
+def all_checks() -> list[Check]:
+    """Every check, in the order a run executes them."""
+    for module in _MODULES:
+        importlib.import_module(f"conformance.checks.{module}")
+    order = {family: i for i, family in enumerate(FAMILIES)}
+    return sorted(REGISTRY.values(), key=lambda c: order[c.family])
+
+
+class SelectionError(ValueError):
+    pass
+
+
+def _matches(check: Check, names: Iterable[str]) -> bool:
+    return any(n in (check.name, check.family) for n in names)
+
+
+def select(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Check]:
+    """The checks a run executes for ``--only`` and ``--skip`` (names or families)."""
+    checks = all_checks()
+    only, skip = list(only), list(skip)
+    known = {c.name for c in checks} | {c.family for c in checks}
+    unknown = [n for n in [*only, *skip] if n not in known]
+    if unknown:
+        raise SelectionError(
+            f"unknown check {', '.join(unknown)}; `conformance list-checks` names them all"
+        )
+    chosen = [c for c in checks if _matches(c, only)] if only else checks
+    chosen = [c for c in chosen if not c.only_when_selected or _matches(c, only)]
+    return [c for c in chosen if not _matches(c, skip)]

@@ -1,0 +1,205 @@
+"""Limits and money: 402 and its codes, 503 for an unavailable capability, 413 for a big body.
+
+402 and ``capability_unavailable`` are states a suite cannot safely bring about on a real
+deployment; against the bundled mock they are reached through its control plane. The 413 probe
+is always safe: its body also breaks a stated bound, so it must be refused either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.checks import check
+from conformance.checks.idempotency import first_success, replayable
+from conformance.contract import Operation
+from conformance.generation import Prepared
+from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
+from conformance.target import Exchange
+
+FAMILY = "limits"
+
+
+def _working_paid_call(ctx: Context) -> tuple[Operation, Prepared]:
+    found = first_success(ctx, replayable(ctx, paid=True))
+    if found is None:
+        raise Skip(CAPABILITY_UNAVAILABLE + " (no paid operation could be called)")
+    op, prepared, _ = found
+    return op, prepared
+
+
+def _again(ctx: Context, op: Operation, prepared: Prepared, **kwargs: Any) -> Exchange:
+    """The same call under a fresh Idempotency-Key (a new logical operation)."""
+    headers = {k: v for k, v in prepared.headers.items() if k.lower() != "idempotency-key"}
+    headers["Idempotency-Key"] = ctx.new_key()
+    fresh = Prepared(prepared.method, prepared.url, headers, prepared.body)
+    return ctx.send(fresh, op, **kwargs)
+
+
+@check(
+    "limits-payment-required",
+    FAMILY,
+    "402 insufficient_credits (with the shortfall in details) and 402 budget_capped, nothing "
+    "charged (through the mock's control plane)",
+    spends=True,
+)
+def payment_required(ctx: Context) -> None:
+    control = ctx.require_control()
+    mock = ctx.session.mock
+    assert mock is not None
+    op, prepared = _working_paid_call(ctx)
+    codes = ctx.held.error_codes.get(402, ())
+    quote = ctx.held.quote("#/components/responses/PaymentRequired")
+    details_schema = ctx.held.document["components"]["schemas"]["CreditShortfall"]
+    original = control.credits(mock.workspace)
+    try:
+        control.set_credits(mock.workspace, 0)
+        exchange = _again(ctx, op, prepared, provoked=True)
+        if ctx.expect(
+            exchange.status == 402 and exchange.code == "insufficient_credits" in codes,
+            "insufficient-credits",
+            f"with no credits {op.label} answered {exchange.status} {exchange.code}",
+            exchange=exchange,
+            quote=quote,
+        ):
+            _judge_shortfall(ctx, exchange, details_schema, quote)
+        ctx.expect(
+            control.credits(mock.workspace) == 0,
+            "nothing-charged",
+            "a refused call changed the balance",
+            exchange=exchange,
+            quote=quote,
+        )
+        control.set_credits(mock.workspace, original)
+        control.set_budget(mock.workspace, mock.member, True)
+        exchange = _again(ctx, op, prepared, provoked=True)
+        ctx.expect(
+            exchange.status == 402 and exchange.code == "budget_capped" in codes,
+            "budget-capped",
+            f"with the member capped {op.label} answered {exchange.status} {exchange.code}",
+            exchange=exchange,
+            quote=quote,
+        )
+        control.set_credits(mock.workspace, original + 100000)
+        exchange = _again(ctx, op, prepared, provoked=True)
+        ctx.expect(
+            exchange.status == 402 and exchange.code == "budget_capped",
+            "budget-capped-after-top-up",
+            f"budget_capped must not clear with a top-up; got {exchange.status} {exchange.code}",
+            exchange=exchange,
+            quote=quote,
+        )
+    finally:
+        control.set_budget(mock.workspace, mock.member, False)
+        control.set_credits(mock.workspace, original)
+
+
+def _judge_shortfall(ctx: Context, exchange: Exchange, schema: Any, quote: str) -> None:
+    body = exchange.json()
+    details = body.get("details") if isinstance(body, dict) else None
+    if not isinstance(schema, dict) or not schema.get("properties"):
+        return  # the shape of details is inferred: not held under this profile
+    fields = ("price", "balance", "shortfall")
+    ok = isinstance(details, dict) and all(isinstance(details.get(f), int) for f in fields)
+    ok = ok and details["shortfall"] == details["price"] - details["balance"]  # type: ignore[index]
+    ctx.expect(
+        ok,
+        "shortfall-details",
+        f"details must give price, balance and shortfall = price - balance; got {details!r}",
+        exchange=exchange,
+        quote=ctx.held.quote("#/components/schemas/CreditShortfall"),
+    )
+
+
+@check(
+    "limits-capability-unavailable",
+    FAMILY,
+    "a capability GET /v1/capabilities reports unavailable answers 503 capability_unavailable "
+    "without Retry-After (through the mock's control plane)",
+    spends=True,
+)
+def capability_unavailable(ctx: Context) -> None:
+    control = ctx.require_control()
+    op, prepared = _working_paid_call(ctx)
+    capabilities = ctx.request("GET", "/v1/capabilities", operation_id="getCapabilities").json()
+    names = [c.get("name") for c in (capabilities or {}).get("capabilities", []) if "name" in c]
+    if not names:
+        raise Skip("GET /v1/capabilities lists no capabilities")
+    quote = ctx.held.quote("#/components/responses/ServiceUnavailable")
+    try:
+        for name in names:
+            control.set_capability(name, available=False)
+        listed = ctx.request("GET", "/v1/capabilities", operation_id="getCapabilities").json()
+        ctx.expect(
+            all(not c.get("available", True) for c in (listed or {}).get("capabilities", [])),
+            "reported-unavailable",
+            "GET /v1/capabilities still reports a capability available",
+            quote=quote,
+        )
+        exchange = _again(ctx, op, prepared, provoked=True)
+        ctx.expect(
+            exchange.status == 503 and exchange.code == "capability_unavailable",
+            "capability-unavailable",
+            f"{op.label} with every capability unavailable answered {exchange.status} "
+            f"{exchange.code}",
+            exchange=exchange,
+            quote=quote,
+        )
+        ctx.expect(
+            exchange.header("retry-after") is None,
+            "no-retry-after",
+            "capability_unavailable carries Retry-After (it is never retried)",
+            exchange=exchange,
+            quote=ctx.held.quote("#/components/headers/RetryAfterWhenRetryable"),
+        )
+    finally:
+        for name in names:
+            control.set_capability(name, available=True)
+
+
+@check(
+    "limits-payload-too-large",
+    FAMILY,
+    "a body over the size limit answers 413 payload_too_large (full) or is refused (contract)",
+)
+def payload_too_large(ctx: Context) -> None:
+    limit = int(ctx.contract.full.limits.get("maxRequestBodyBytes", 1 << 20))
+    op, field, bound = _bounded_string_field(ctx)
+    body = {field: "x" * (limit + 1024)}
+    path = {p.name: "conformance-probe" for p in op.path_parameters}
+    exchange = ctx.call(
+        op, path_parameters=path, json_body=body, headers={"Idempotency-Key": ctx.new_key()}
+    )
+    if ctx.unavailable(exchange):
+        return
+    codes = ctx.held.error_codes.get(413, ())
+    quote = ctx.held.quote("#/components/responses/PayloadTooLarge")
+    if ctx.profile == "full":
+        ctx.expect(
+            exchange.status == 413 and exchange.code in codes,
+            "payload-too-large",
+            f"a {limit + 1024}-byte body answered {exchange.status} {exchange.code}",
+            exchange=exchange,
+            quote=quote,
+        )
+    else:
+        ctx.expect(
+            exchange.status in (400, 404, 413),
+            "refused",
+            f"a {limit + 1024}-byte body (its {field} over the stated {bound}) answered "
+            f"{exchange.status} {exchange.code}",
+            exchange=exchange,
+            quote=quote,
+        )
+
+
+def _bounded_string_field(ctx: Context) -> tuple[Operation, str, int]:
+    """A write whose body has a string field with a stated maxLength (so the probe is invalid)."""
+    for op in ctx.held.operations.values():
+        if op.body_schema is None or not ctx.contract.applicable(op) or op.paid:
+            continue
+        for name, schema in ctx.held.flatten(op.body_schema)["properties"].items():
+            schema = ctx.held.resolve(schema)
+            bounded = isinstance(schema, dict) and isinstance(schema.get("maxLength"), int)
+            if bounded and schema.get("type") == "string":
+                return op, name, schema["maxLength"]
+    raise Skip("no body field with a stated length bound")

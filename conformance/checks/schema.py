@@ -1,0 +1,326 @@
+"""Schema: generated requests (Schemathesis) for every operation, and every response judged.
+
+* ``schema-responses`` (observer): every response the run receives has a documented status, the
+  documented content type, and a body and headers valid against the contract under the profile;
+* ``schema-server-errors`` (observer): no 5xx the run did not provoke;
+* ``schema-positive``: requests generated from the whole contract get no 5xx (under ``contract``,
+  any documented answer passes);
+* ``schema-negative``: requests that break a stated constraint are refused with 400
+  ``invalid_request`` (404 when the broken part is the path; 413 for a big body);
+* ``schema-stateful``: sequences that follow the contract's ``links``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as hypothesis_seed
+from schemathesis import GenerationMode
+from schemathesis.core.transport import Response
+
+from conformance.checks import check, observer
+from conformance.contract import Operation
+from conformance.generation import prepare, salted
+from conformance.requestcheck import negatable
+from conformance.runner import BUDGET_USED_UP, INFERRED_OPERATION, Context, Skip
+from conformance.target import BudgetExhausted, Exchange
+
+FAMILY = "schema"
+DEFAULT_EXAMPLES = 10
+MAX_EXAMPLES = 50
+_RETRYABLE = ("capability_unavailable", "upstream_unavailable")
+
+
+@observer(
+    "schema-responses",
+    FAMILY,
+    "every response: documented status, content type, body and headers valid for the profile",
+)
+def responses(ctx: Context, exchange: Exchange) -> None:
+    op = ctx.held.operations.get(exchange.operation_id or "")
+    if op is None or not ctx.contract.applicable(op):
+        return
+    problems = ctx.session.responses.check(
+        op.operation_id, exchange.status, exchange.response_headers, exchange.response_body
+    )
+    if not problems:
+        ctx.passed()
+        return
+    for problem in problems:
+        where = f" at {problem.pointer}" if problem.pointer else ""
+        ctx.fail(
+            problem.rule,
+            f"{op.label} → {exchange.status}: {problem.message}{where}",
+            exchange=exchange,
+            quote=_response_quote(ctx, op, exchange.status),
+            key=(op.operation_id, exchange.status, problem.rule, problem.pointer),
+        )
+
+
+def _response_quote(ctx: Context, op: Operation, status: int) -> str:
+    found = ctx.session.responses.response_for(op.operation_id, status)
+    documented = ", ".join(op.statuses)
+    if found is None:
+        return f"{op.label} documents {documented}."
+    key, response = found
+    return f"{op.label} {key}: {' '.join(str(response.get('description', '')).split())}"
+
+
+@observer("schema-server-errors", FAMILY, "no 5xx that the run did not provoke")
+def server_errors(ctx: Context, exchange: Exchange) -> None:
+    if exchange.check == "schema-positive":
+        return  # judged there, with the generated case
+    if exchange.status < 500 or exchange.provoked or exchange.code in _RETRYABLE:
+        ctx.passed()
+        return
+    ctx.fail(
+        "no-5xx",
+        f"{exchange.method} {exchange.path} answered {exchange.status} {exchange.code or ''}",
+        exchange=exchange,
+        quote=ctx.held.error_description(exchange.status) or "A 5xx is a server error.",
+        key=(exchange.operation_id or exchange.path, exchange.status),
+    )
+
+
+def _operations(ctx: Context) -> list[Operation]:
+    ops = []
+    for op in ctx.held.operations.values():
+        if not ctx.contract.applicable(op):
+            ctx.skip(INFERRED_OPERATION)
+            continue
+        ops.append(op)
+    return ops
+
+
+def _examples(ctx: Context, operations: int, share: int) -> int:
+    remaining = ctx.target.remaining
+    if remaining is None:
+        return DEFAULT_EXAMPLES
+    return max(1, min(MAX_EXAMPLES, remaining // max(1, operations * share)))
+
+
+def _has_inferred_request(ctx: Context, op: Operation) -> bool:
+    full = ctx.contract.full.operations[op.operation_id]
+    held = ctx.held.operations[op.operation_id]
+    return full.parameters != held.parameters or full.body_schema != held.body_schema
+
+
+@check(
+    "schema-positive",
+    FAMILY,
+    "requests generated from the contract, for every operation, answer no 5xx",
+)
+def positive(ctx: Context) -> None:
+    ops = _operations(ctx)
+    per_op = _examples(ctx, len(ops), 3)
+    generator = ctx.session.generator
+    for op in ops:
+        if reason := ctx.why_not_send(op):
+            ctx.skip(reason)
+            continue
+        real = ctx.session.ids.path_parameters(op) if op.path_parameters else None
+        cases = generator.cases(op, GenerationMode.POSITIVE, per_op, salt="positive")
+        if real:
+            cases += generator.cases(
+                op, GenerationMode.POSITIVE, per_op, salt="positive-real", path_parameters=real
+            )[: max(1, per_op // 2)]
+        seen = set()
+        for case in cases:
+            prepared = prepare(case, ctx.target.base_url)
+            if prepared is None or prepared.fingerprint in seen:
+                continue
+            seen.add(prepared.fingerprint)
+            exchange = ctx.send(prepared, op)
+            if ctx.unavailable(exchange):
+                break
+            _judge_positive(ctx, op, exchange)
+
+
+def _judge_positive(ctx: Context, op: Operation, exchange: Exchange) -> None:
+    if exchange.status >= 500 and exchange.code not in _RETRYABLE:
+        ctx.fail(
+            "no-5xx",
+            f"a valid request to {op.label} answered {exchange.status} {exchange.code or ''}",
+            exchange=exchange,
+            quote=ctx.held.error_description(exchange.status),
+            key=(op.operation_id, exchange.status),
+        )
+    elif (
+        400 <= exchange.status < 500
+        and exchange.status not in _documented(op)
+        and not (ctx.profile == "contract" and _has_inferred_request(ctx, op))
+    ):
+        ctx.fail(
+            "documented-status",
+            f"a valid request to {op.label} answered {exchange.status}, which it does not document",
+            exchange=exchange,
+            key=(op.operation_id, exchange.status),
+        )
+    else:
+        ctx.passed()
+
+
+def _documented(op: Operation) -> set[int]:
+    return {int(s) for s in op.statuses if s.isdigit()}
+
+
+@check(
+    "schema-negative",
+    FAMILY,
+    "requests that break a stated constraint are refused with 400 invalid_request",
+)
+def negative(ctx: Context) -> None:
+    ops = _operations(ctx)
+    per_op = _examples(ctx, len(ops), 3)
+    checker = ctx.session.request_checker
+    codes = ctx.held.error_codes.get(400, ())
+    for op in ops:
+        if not negatable(ctx.held, op):
+            ctx.skip("no stated constraint to break")
+            continue
+        cases = ctx.session.generator.cases(op, GenerationMode.NEGATIVE, per_op + 2, salt="neg")
+        sent, seen = 0, set()
+        for case in cases:
+            if sent >= per_op:
+                break
+            prepared = prepare(case, ctx.target.base_url)
+            if prepared is None or prepared.fingerprint in seen:
+                continue
+            seen.add(prepared.fingerprint)
+            broken = checker.violations(op, prepared.url, prepared.headers, prepared.body)
+            if not broken:
+                continue  # not negative under this profile: never sent as a probe
+            sent += 1
+            exchange = ctx.send(prepared, op)
+            if exchange.capability_unavailable:
+                ctx.skip("capability unavailable")
+                break
+            allowed = {400, 413} | ({404} if any(v.location == "path" for v in broken) else set())
+            shown = "; ".join(f"{v.location} {v.name}: {v.message}" for v in broken[:3])
+            ctx.expect(
+                exchange.status in allowed and (exchange.status != 400 or exchange.code in codes),
+                "refused",
+                f"{op.label} with {shown} answered {exchange.status} {exchange.code or ''} "
+                f"(expected {' or '.join(map(str, sorted(allowed)))})",
+                exchange=exchange,
+                quote=ctx.held.quote("#/components/responses/BadRequest"),
+                key=(op.operation_id, exchange.status, broken[0].location),
+            )
+        if sent == 0:
+            ctx.skip("no stated constraint to break")
+
+
+@check(
+    "schema-stateful",
+    FAMILY,
+    "sequences that follow the contract's links: no 5xx, and a link's target exists",
+    creates=True,
+)
+def stateful(ctx: Context) -> None:
+    schema = ctx.session.generator.positive_schema
+    allowed = [
+        op.operation_id
+        for op in ctx.held.operations.values()
+        if ctx.why_not_send(op) is None and not op.public
+    ]
+    if not allowed:
+        raise Skip("no operation may be called")
+    machine = _machine(ctx, schema.include(operation_id=allowed).as_state_machine())
+    remaining = ctx.target.remaining
+    examples = 10 if remaining is None else max(1, min(20, remaining // 12))
+    hypothesis_seed(salted(ctx.seed, "stateful"))(machine)
+    try:
+        machine.run(
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=6,
+                deadline=None,
+                database=None,
+                phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck),
+                report_multiple_bugs=False,
+            )
+        )
+    except BudgetExhausted:
+        ctx.skip(BUDGET_USED_UP)
+    except ExceptionGroup as group:
+        if not group.subgroup(BudgetExhausted):
+            raise
+        ctx.skip(BUDGET_USED_UP)
+
+
+def _machine(ctx: Context, base: Any) -> Any:
+    statuses: dict[str, int] = {}
+    exchanges: dict[str, Exchange] = {}
+    deleted: set[str] = set()
+
+    class Machine(base):  # type: ignore[misc, valid-type]
+        def step(self, input: Any) -> Any:
+            output = super().step(input)
+            transition = input.transition
+            applied = {name for location, name in input.applied_parameters
+                       if str(getattr(location, "value", location)) == "path"}  # fmt: skip
+            wanted = set(input.case.path_parameters)
+            if transition is None or not wanted or not wanted <= applied:
+                return output
+            exchange = exchanges.get(input.case.id)
+            link = _link(ctx, transition.id)
+            values = {str(v) for v in input.case.path_parameters.values()}
+            if (
+                exchange is not None
+                and statuses.get(transition.parent_id, 0) // 100 == 2
+                and "404" not in str(link.get("description", ""))
+                and not values & deleted
+                and output.case.method != "DELETE"
+            ):
+                ctx.expect(
+                    exchange.status != 404,
+                    "link-target-exists",
+                    f"link {transition.id} led to {exchange.method} {exchange.path}, which "
+                    "answered 404",
+                    exchange=exchange,
+                    quote=str(link.get("description", f"link {transition.id}")),
+                    key=(transition.id,),
+                )
+            return output
+
+        def call(self, case: Any, **kwargs: Any) -> Response:
+            op = ctx.held.find(case.method, case.formatted_path) or ctx.held.operations.get(
+                case.operation.definition.raw.get("operationId", "")
+            )
+            prepared = prepare(case, ctx.target.base_url)
+            if prepared is None or op is None:
+                raise Skip("a stateful case could not be sent")
+            exchange = ctx.send(prepared, op)
+            exchanges[case.id] = exchange
+            statuses[case.id] = exchange.status
+            if case.method == "DELETE" and 200 <= exchange.status < 300:
+                deleted.update(str(v) for v in case.path_parameters.values())
+            if exchange.status >= 500 and exchange.code not in _RETRYABLE:
+                ctx.fail(
+                    "no-5xx",
+                    f"{exchange.method} {exchange.path} answered {exchange.status} in a sequence",
+                    exchange=exchange,
+                    key=(op.operation_id, exchange.status),
+                )
+            else:
+                ctx.passed()
+            headers = {k: [v] for k, v in exchange.response_headers.items()}
+            request = requests.Request(prepared.method, prepared.url).prepare()
+            return Response(exchange.status, headers, exchange.response_body, request, 0.0, True)
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            return None  # judged in call() and by the observers
+
+    return Machine
+
+
+def _link(ctx: Context, name: str) -> dict[str, Any]:
+    for op in ctx.contract.full.operations.values():
+        for response in op.definition.get("responses", {}).values():
+            links = ctx.contract.full.resolve(response).get("links", {})
+            if name in links:
+                return dict(links[name])
+    return {}

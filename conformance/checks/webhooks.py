@@ -1,0 +1,526 @@
+"""Webhooks: signed deliveries to the suite's own receiver, and the URL rules for receivers.
+
+Operations are named by ``operationId`` (stable in v1); what a delivery carries (its headers, its
+body schema, ``schemaVersion``) is read from the contract's ``webhooks`` and ``callbacks``.
+Against the bundled mock, time is moved with the mock's clock so that jobs finish and retries
+fall due; against a real deployment the receiver is waited for (``--webhook-wait`` seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema_rs
+
+from conformance.checks import check
+from conformance.checks.idempotency import resource_id
+from conformance.contract import Operation
+from conformance.receiver import Delivery
+from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
+from conformance.signatures import check_timestamp_format, verify
+from conformance.target import Exchange
+
+FAMILY = "webhooks"
+SUBSCRIBE = "createWebhookSubscription"
+READ_SUBSCRIPTION = "getWebhookSubscription"
+TRIGGERS = ("importAsset", "editVideo")  # operations whose jobs emit subscription events
+MOCK_PRIVATE = "the bundled mock runs with --allow-private-callbacks (for the loopback receiver)"
+NEEDS_RECEIVER = "needs --receiver-url (the receiver's public HTTPS address)"
+BAD_URLS = {
+    "loopback": "https://127.0.0.1/conformance-hook",
+    "private": "https://10.0.0.1/conformance-hook",
+    "plain-http": "http://example.com/conformance-hook",
+}
+
+
+def _callback_operations(ctx: Context) -> list[Operation]:
+    ops = []
+    for op in ctx.held.operations.values():
+        if (
+            op.body_schema is not None
+            and "callbackUrl" in ctx.held.flatten(op.body_schema)["properties"]
+        ):
+            ops.append(op)
+    return ops
+
+
+def _secret_bounds(ctx: Context, op: Operation, field: str) -> tuple[int | None, str]:
+    schema = ctx.held.resolve(ctx.held.flatten(op.body_schema)["properties"].get(field, {}))
+    parts = [schema, *[p for p in schema.get("allOf", []) if isinstance(p, dict)]]
+    low = next((p["minLength"] for p in parts if "minLength" in p), None)
+    return low, " ".join(str(schema.get("description", "")).split())
+
+
+def _probe(
+    ctx: Context, op: Operation, update: Callable[[dict[str, Any]], None], what: str, quote: str
+) -> None:
+    def change(body: dict[str, Any]) -> dict[str, Any]:
+        update(body)
+        return body
+
+    prepared = ctx.sample(op, salt="url-policy", idempotency_key=ctx.new_key(), body_update=change)
+    if prepared is None:
+        ctx.skip("no request could be generated")
+        return
+    exchange = ctx.send(prepared, op)
+    if ctx.unavailable(exchange):
+        return
+    codes = ctx.held.error_codes.get(400, ())
+    ctx.expect(
+        exchange.status == 400 and exchange.code in codes,
+        "refused",
+        f"{op.label} with {what} answered {exchange.status} {exchange.code} (expected 400)",
+        exchange=exchange,
+        quote=quote,
+    )
+
+
+@check(
+    "webhooks-url-policy",
+    FAMILY,
+    "callback and subscription urls on loopback, private or plain-HTTP addresses, and a "
+    "callbackSecret under 32 characters, are refused with 400",
+)
+def url_policy(ctx: Context) -> None:
+    callback_ops = [op for op in _callback_operations(ctx) if ctx.contract.applicable(op)]
+    subscribe = ctx.held.operations.get(SUBSCRIBE)
+    url_quote = ctx.held.quote("#/components/schemas/CallbackUrl")
+    targets: list[tuple[Operation, str, str]] = []
+    if callback_ops:
+        targets.append((callback_ops[0], "callbackUrl", "callbackSecret"))
+    if subscribe is not None:
+        targets.append((subscribe, "url", "secret"))
+    if not targets:
+        raise Skip("no operation takes a url")
+    for op, url_field, secret_field in targets:
+        good_secret = secrets.token_hex(24)
+        for kind, url in BAD_URLS.items():
+            if ctx.session.mock is not None:
+                ctx.skip(MOCK_PRIVATE)
+                continue
+            change = _setting({url_field: url, secret_field: good_secret})
+            _probe(ctx, op, change, f"a {kind} {url_field} {url}", url_quote)
+        low, description = _secret_bounds(ctx, op, secret_field)
+        if low is None:
+            continue  # the bound is inferred: not held under this profile
+        # A public address given literally: no name to resolve, so only the secret is wrong.
+        change = _setting({url_field: "https://93.184.215.14/conformance-hook",
+                           secret_field: "s" * (low - 1)})  # fmt: skip
+        _probe(ctx, op, change, f"a {secret_field} of {low - 1} characters", description)
+
+
+def _setting(values: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def update(body: dict[str, Any]) -> None:
+        body.update(values)
+
+    return update
+
+
+# -- deliveries ------------------------------------------------------------------------------
+
+
+def _validator(ctx: Context, schema: dict[str, Any]) -> Any:
+    root = {**schema, "components": ctx.held.document.get("components", {})}
+    return jsonschema_rs.Draft202012Validator(root)
+
+
+def _header_names(ctx: Context, definition: dict[str, Any]) -> list[str]:
+    names = []
+    for raw in definition.get("parameters", []):
+        param = ctx.held.resolve(raw)
+        if param.get("in") == "header" and param.get("required"):
+            names.append(param["name"])
+    return names
+
+
+def _delivery_definition(ctx: Context, event: str | None) -> dict[str, Any] | None:
+    hooks = ctx.held.document.get("webhooks", {})
+    return hooks.get(event, {}).get("post") if event else None
+
+
+def _callback_definition(ctx: Context) -> dict[str, Any] | None:
+    for callback in ctx.held.document.get("components", {}).get("callbacks", {}).values():
+        for item in callback.values():
+            if "post" in item:
+                return item["post"]
+    return None
+
+
+def _body_schema(ctx: Context, definition: dict[str, Any]) -> dict[str, Any] | None:
+    content = ctx.held.resolve(definition.get("requestBody", {})).get("content", {})
+    return content.get("application/json", {}).get("schema")
+
+
+def _schema_version(ctx: Context, schema: dict[str, Any] | None) -> Any:
+    if schema is None:
+        return None
+    version = ctx.held.flatten(schema)["properties"].get("schemaVersion", {})
+    return ctx.held.resolve(version).get("const")
+
+
+def judge_delivery(
+    ctx: Context,
+    delivery: Delivery,
+    secret: str,
+    definition: dict[str, Any] | None,
+    agree: dict[str, str | None],
+) -> None:
+    """Every rule one delivery must keep, each a named rule of the running check."""
+    quote = ctx.held.quote("#/components/parameters/DeliverySignature") or (
+        "Signature = HMAC-SHA256, keyed by the secret, over `<timestamp>.<raw request body>`."
+    )
+    where = f"delivery {delivery.header('x-service-event-id') or '?'} to {delivery.path}"
+    timestamp = delivery.header("x-service-timestamp") or ""
+    signature = delivery.header("x-service-signature") or ""
+    ctx.expect(
+        verify(secret, timestamp, delivery.body, signature),
+        "signature",
+        f"{where}: X-Service-Signature {signature!r} is not sha256= and the lowercase hex "
+        f"HMAC-SHA256 of `{timestamp}.<the raw body bytes>`",
+        quote=quote,
+        key=("signature",),
+        delivery=_show(delivery),
+    )
+    ctx.expect(
+        check_timestamp_format(timestamp),
+        "timestamp-format",
+        f"{where}: X-Service-Timestamp {timestamp!r} is not UTC whole seconds ending in Z",
+        quote=ctx.held.quote("#/components/schemas/DeliveryTimestamp"),
+        key=("timestamp",),
+        delivery=_show(delivery),
+    )
+    try:
+        body = json.loads(delivery.body)
+    except ValueError:
+        ctx.fail("body", f"{where}: the body is not JSON", key=("json",), delivery=_show(delivery))
+        return
+    if definition is None:
+        definition = _delivery_definition(ctx, body.get("event") if isinstance(body, dict) else "")
+    if definition is None:
+        ctx.fail(
+            "event-name",
+            f"{where}: event {body.get('event')!r} is not one the contract names",
+            key=("event-name",),
+            delivery=_show(delivery),
+        )
+        return
+    missing = [h for h in _header_names(ctx, definition) if delivery.header(h) is None]
+    ctx.expect(
+        not missing,
+        "headers",
+        f"{where}: missing delivery headers {', '.join(missing)}",
+        quote="Delivery headers: X-Service-Signature, X-Service-Timestamp, X-Service-Event, "
+        "X-Service-Event-Id, and X-Service-Job-Id (callbacks) or X-Service-Subscription-Id "
+        "(subscriptions).",
+        key=("headers",),
+        delivery=_show(delivery),
+    )
+    pairs = {
+        "X-Service-Event": body.get("event"),
+        "X-Service-Event-Id": body.get("eventId"),
+        **agree,
+    }
+    disagree = [
+        f"{h} is {delivery.header(h)!r}, expected {v!r}"
+        for h, v in pairs.items()
+        if v is not None and delivery.header(h) is not None and delivery.header(h) != v
+    ]
+    ctx.expect(
+        not disagree,
+        "headers-agree",
+        f"{where}: " + "; ".join(disagree),
+        quote=ctx.held.quote("#/components/parameters/DeliveryEventId"),
+        key=("agree",),
+        delivery=_show(delivery),
+    )
+    schema = _body_schema(ctx, definition)
+    version = _schema_version(ctx, schema)
+    if version is not None:
+        ctx.expect(
+            body.get("schemaVersion") == version,
+            "schema-version",
+            f"{where}: schemaVersion is {body.get('schemaVersion')!r}, expected {version!r}",
+            key=("version",),
+            delivery=_show(delivery),
+        )
+    if schema is not None:
+        errors = [
+            f"{'/'.join(map(str, e.instance_path)) or 'body'}: {e.message}"
+            for e in _validator(ctx, schema).iter_errors(body)
+        ]
+        ctx.expect(
+            not errors,
+            "body-schema",
+            f"{where}: " + "; ".join(errors[:5]),
+            key=("schema",),
+            delivery=_show(delivery),
+        )
+
+
+def _show(delivery: Delivery) -> dict[str, Any]:
+    return {
+        "path": delivery.path,
+        "answered": delivery.status,
+        "headers": {k: v for k, v in delivery.headers.items() if k.startswith("x-service")},
+        "body": delivery.body[:2048].decode("utf-8", "replace"),
+    }
+
+
+def _event_id(delivery: Delivery) -> str | None:
+    try:
+        body = json.loads(delivery.body)
+    except ValueError:
+        return delivery.header("x-service-event-id")
+    return body.get("eventId") if isinstance(body, dict) else None
+
+
+def drive(ctx: Context, done: Callable[[list[Delivery]], bool], *, full_schedule: bool) -> bool:
+    """Let deliveries happen until ``done``; through the whole retry schedule when asked."""
+    receiver = ctx.session.receiver()
+    control = ctx.control
+    if control is None:
+        return receiver.wait_for(done, ctx.session.webhook_wait)
+    schedule = ctx.contract.full.limits.get("webhookDelivery", {})
+    jitter = float(schedule.get("jitterRatio", 0.2))
+    steps = [3600.0] + [b * (1 + jitter) + 1 for b in schedule.get("backoffSeconds", [60])]
+    reached = False
+    for step in steps:
+        control.advance(step)
+        flushed = control.flush_deliveries()
+        reached = receiver.wait_for(done, 0.2 if flushed else 3.0) or reached
+        if reached and not full_schedule:
+            return True
+    return reached
+
+
+def _subscribe(ctx: Context, url: str, secret: str) -> tuple[Exchange, str | None]:
+    op = ctx.held.operations[SUBSCRIBE]
+    events = ctx.held.resolve(ctx.held.document["components"]["schemas"]["SubscriptionEventName"])
+    body = {"url": url, "events": list(events.get("enum", [])), "secret": secret}
+    exchange = ctx.call(op, json_body=body, headers={"Idempotency-Key": ctx.new_key()})
+    if ctx.unavailable(exchange):
+        raise Skip(CAPABILITY_UNAVAILABLE)
+    if not 200 <= exchange.status < 300:
+        ctx.fail(
+            "subscribe",
+            f"{op.label} answered {exchange.status} {exchange.code}",
+            exchange=exchange,
+        )
+        raise Skip("the subscription could not be created")
+    return exchange, resource_id(exchange.json())
+
+
+def _not_echoed(ctx: Context, exchange: Exchange, secret: str, field: str) -> None:
+    ctx.expect(
+        secret.encode() not in exchange.response_body,
+        "secret-not-echoed",
+        f"the {field} sent is echoed back in the response",
+        exchange=exchange,
+        quote=ctx.held.quote("#/components/schemas/CallbackSecret")
+        + " (The secret is never returned.)",
+    )
+
+
+def _receiver_needed(ctx: Context) -> None:
+    if ctx.session.mock is None and not ctx.session.receiver_url:
+        raise Skip(NEEDS_RECEIVER)
+
+
+def _trigger(ctx: Context) -> Exchange:
+    for operation_id in TRIGGERS:
+        op = ctx.held.operations.get(operation_id)
+        if op is None or ctx.why_not_send(op):
+            continue
+        prepared = ctx.sample(op, salt="trigger", idempotency_key=ctx.new_key())
+        if prepared is None:
+            continue
+        exchange = ctx.send(prepared, op)
+        if ctx.unavailable(exchange):
+            continue
+        if 200 <= exchange.status < 300:
+            return exchange
+    raise Skip("no subscription event could be triggered (" + CAPABILITY_UNAVAILABLE + ")")
+
+
+@check(
+    "webhooks-subscription-deliveries",
+    FAMILY,
+    "subscription deliveries: signature over the raw bytes, timestamp, headers, schemaVersion, "
+    "the same eventId on a retry after 503, no retry after 400, the secret never returned",
+    spends=True,
+    creates=True,
+)
+def subscription_deliveries(ctx: Context) -> None:
+    _receiver_needed(ctx)
+    receiver = ctx.session.receiver()
+    path = f"/conformance/{secrets.token_hex(6)}/subscription"
+    plan: dict[str, str] = {}
+
+    def policy(path: str, headers: dict[str, str], body: bytes, seen: list[Delivery]) -> int:
+        event_id = _event_id(Delivery(path, headers, body, 0, 0.0)) or ""
+        if "retry" not in plan:
+            plan["retry"] = event_id
+            return 503
+        if "reject" not in plan and event_id != plan["retry"]:
+            plan["reject"] = event_id
+            return 400
+        return 200
+
+    url = receiver.route(path, policy)
+    secret = secrets.token_urlsafe(36)
+    exchange, subscription_id = _subscribe(ctx, url, secret)
+    _not_echoed(ctx, exchange, secret, "secret")
+    read = ctx.held.operations.get(READ_SUBSCRIPTION)
+    if subscription_id and read is not None:
+        _not_echoed(
+            ctx,
+            ctx.call(read, path_parameters={"subscriptionId": subscription_id}),
+            secret,
+            "secret",
+        )
+    _trigger(ctx)
+
+    def retried(deliveries: list[Delivery]) -> bool:
+        mine = [d for d in deliveries if d.path == path]
+        return bool(mine) and bool(_retries_of(mine[0], mine)) and "reject" in plan
+
+    if not drive(ctx, retried, full_schedule=True) and "reject" not in plan:
+        _trigger(ctx)  # a second event, for the 400 probe
+        drive(ctx, retried, full_schedule=True)
+    received = receiver.received(path)
+    if not received:
+        ctx.fail("delivered", "no delivery reached the receiver", quote="Subscriptions …")
+        return
+    if "reject" in plan and ctx.control is None:
+        # A real deployment retries on its own clock: give a wrong retry of the 400 as long as
+        # the 503's retry took to come.
+        retries = _retries_of(received[0], received)
+        gap = retries[0].received_at - received[0].received_at if retries else 1.0
+        receiver.wait_for(
+            lambda ds: [_event_id(d) for d in ds].count(plan["reject"]) > 1,
+            min(max(2 * gap, 1.0), ctx.session.webhook_wait),
+        )
+        received = receiver.received(path)
+    for delivery in received:
+        judge_delivery(ctx, delivery, secret, None, {"X-Service-Subscription-Id": subscription_id})
+    _judge_retry(ctx, received[0], received)
+    ids = [_event_id(d) for d in received]
+    if "reject" in plan:
+        ctx.expect(
+            ids.count(plan["reject"]) == 1,
+            "no-retry-after-400",
+            f"event {plan['reject']} was delivered {ids.count(plan['reject'])} times although "
+            "the receiver answered 400",
+            quote="Network errors, 408, 429 and 5xx are retried with increasing backoff; other "
+            "4xx are a permanent rejection.",
+        )
+    else:
+        ctx.skip("only one event was delivered (no 400 probe)")
+
+
+def _same_event(delivery: Delivery) -> tuple[Any, ...]:
+    """What identifies one logical event whatever its eventId: its name and its content."""
+    try:
+        body = json.loads(delivery.body)
+    except ValueError:
+        return (delivery.body,)
+    if not isinstance(body, dict):
+        return (delivery.body,)
+    content = {k: v for k, v in body.items() if k not in ("eventId", "occurredAt")}
+    return (delivery.header("x-service-event"), json.dumps(content, sort_keys=True))
+
+
+def _retries_of(first: Delivery, deliveries: list[Delivery]) -> list[Delivery]:
+    later = deliveries[deliveries.index(first) + 1 :] if first in deliveries else []
+    key, event_id = _same_event(first), _event_id(first)
+    return [d for d in later if _event_id(d) == event_id or _same_event(d) == key]
+
+
+def _judge_retry(ctx: Context, first: Delivery, received: list[Delivery]) -> None:
+    """The delivery answered 503 came again, with the same eventId."""
+    quote = ctx.held.quote("#/components/schemas/AutomationEvent/properties/eventId")
+    retries = _retries_of(first, received)
+    original = _event_id(first)
+    if retries:
+        changed = [_event_id(d) for d in retries if _event_id(d) != original]
+        ctx.expect(
+            not changed,
+            "retry-same-event-id",
+            f"event {original} was answered 503 and retried as {', '.join(map(str, changed))}",
+            quote=quote,
+            delivery=_show(retries[0]),
+        )
+    elif ctx.profile == "full":
+        ctx.fail(
+            "retry-same-event-id",
+            f"event {original} was answered 503 and never delivered again",
+            quote=quote,
+        )
+    else:
+        ctx.skip("no retry within the wait (the retry schedule is not stated)")
+
+
+@check(
+    "webhooks-callback-deliveries",
+    FAMILY,
+    "per-job callbacks: signature, timestamp, headers (X-Service-Job-Id), job-event.v1, the "
+    "same eventId on a retry after 503, the callbackSecret never echoed",
+    spends=True,
+    creates=True,
+)
+def callback_deliveries(ctx: Context) -> None:
+    _receiver_needed(ctx)
+    receiver = ctx.session.receiver()
+    ops = [op for op in _callback_operations(ctx) if ctx.why_not_send(op) is None]
+    if not ops:
+        raise Skip("no operation with a callback may be called")
+    path = f"/conformance/{secrets.token_hex(6)}/callback"
+    url = receiver.route(path, lambda p, h, b, seen: 503 if not seen else 200)
+    secret = secrets.token_urlsafe(36)
+    started = None
+    for op in ops:
+
+        def with_callback(body: dict[str, Any]) -> dict[str, Any]:
+            return body | {"callbackUrl": url, "callbackSecret": secret}
+
+        prepared = ctx.sample(
+            op, salt="callback", idempotency_key=ctx.new_key(), body_update=with_callback
+        )
+        if prepared is None:
+            continue
+        exchange = ctx.send(prepared, op)
+        if ctx.unavailable(exchange):
+            continue
+        if 200 <= exchange.status < 300:
+            started = exchange
+            break
+    if started is None:
+        raise Skip("no job with a callback could be started (" + CAPABILITY_UNAVAILABLE + ")")
+    _not_echoed(ctx, started, secret, "callbackSecret")
+    job_id = resource_id(started.json())
+
+    def retried(deliveries: list[Delivery]) -> bool:
+        mine = [d for d in deliveries if d.path == path]
+        return bool(mine) and bool(_retries_of(mine[0], mine))
+
+    drive(ctx, retried, full_schedule=False)
+    received = receiver.received(path)
+    if not received:
+        ctx.fail("delivered", f"no callback reached the receiver for job {job_id}")
+        return
+    definition = _callback_definition(ctx)
+    for delivery in received:
+        judge_delivery(ctx, delivery, secret, definition, {"X-Service-Job-Id": job_id})
+        body = json.loads(delivery.body) if delivery.body else {}
+        if isinstance(body, dict) and delivery.header("x-service-job-id"):
+            ctx.expect(
+                body.get("jobId") == delivery.header("x-service-job-id"),
+                "headers-agree",
+                f"X-Service-Job-Id {delivery.header('x-service-job-id')!r} but jobId "
+                f"{body.get('jobId')!r}",
+                key=("job-id",),
+            )
+    _judge_retry(ctx, received[0], received)

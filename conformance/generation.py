@@ -1,0 +1,203 @@
+"""Generated requests, through Schemathesis 4.x and Hypothesis.
+
+* Positive data is generated from the whole contract (the best guess at valid input).
+* Negative data is generated from the document the profile holds the deployment to, so that under
+  ``contract`` it breaks only what the interface document states.
+* Cases are drawn first (Hypothesis, seeded with the run's ``--seed``) and sent afterwards through
+  :class:`conformance.target.Target`; no case is sent by Schemathesis itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
+from schemathesis import GenerationMode
+from schemathesis.config import SchemathesisConfig
+
+from conformance.contract import Contract, Operation
+
+# Authentication is the target's business (it adds the key); links are the contract's only.
+SCHEMATHESIS_CONFIG: dict[str, Any] = {
+    "generation": {
+        "with-security-parameters": False,
+        "allow-x00": False,
+        "allow-extra-parameters": False,
+        "exclude-header-characters": "\r\n",
+    },
+    "phases": {"stateful": {"inference": {"algorithms": []}}},
+}
+_DROPPED_HEADERS = {
+    "x-schemathesis-testcaseid",
+    "user-agent",
+    "accept-encoding",
+    "connection",
+    "content-length",
+    "accept",
+}
+USER_AGENT = "cgcas-conformance"
+
+
+# Loading a schema and drawing cases cost far more than sending them; a process that runs the
+# suite several times (the pytest plugin, the kit's tests) reuses both. Cases are never mutated.
+_SCHEMAS: dict[str, Any] = {}
+_CASES: dict[tuple[Any, ...], list[Any]] = {}
+_MAX_CACHED = 20000
+
+
+def document_key(document: dict[str, Any]) -> str:
+    text = json.dumps(document, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_schema(document: dict[str, Any], key: str | None = None) -> Any:
+    key = key or document_key(document)
+    if key not in _SCHEMAS:
+        config = SchemathesisConfig.from_dict(copy.deepcopy(SCHEMATHESIS_CONFIG))
+        _SCHEMAS[key] = schemathesis.openapi.from_dict(copy.deepcopy(document), config=config)
+    return _SCHEMAS[key]
+
+
+def salted(seed: int, *parts: str) -> int:
+    digest = hashlib.sha256(":".join([str(seed), *parts]).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def draw(strategy: st.SearchStrategy[Any], count: int, seed: int) -> list[Any]:
+    """Up to ``count`` values of a strategy, reproducibly for a seed (no shrinking, no database)."""
+    found: list[Any] = []
+    if count <= 0:
+        return found
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=count,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+    )
+    @given(strategy)
+    def collect(value: Any) -> None:
+        found.append(value)
+
+    with contextlib.suppress(HypothesisException):  # e.g. nothing could be generated
+        collect()
+    return found
+
+
+@dataclass
+class Prepared:
+    """A generated case as bytes on the wire (before the target adds the key)."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    case: Any = None
+
+    @property
+    def fingerprint(self) -> tuple[str, str, tuple[tuple[str, str], ...], bytes]:
+        return (self.method, self.url, tuple(sorted(self.headers.items())), self.body)
+
+
+def prepare(case: Any, base_url: str) -> Prepared | None:
+    """The request a case stands for; None when it cannot be put on the wire."""
+    if any(str(v) in (".", "..") for v in (case.path_parameters or {}).values()):
+        return None  # a dot segment is normalised away by HTTP clients: another path entirely
+    try:
+        kwargs = case.as_transport_kwargs(base_url=base_url)
+        kwargs.pop("auth", None)
+        request = requests.Request(
+            method=kwargs["method"],
+            url=kwargs["url"],
+            headers=kwargs.get("headers"),
+            params=kwargs.get("params"),
+            json=kwargs.get("json"),
+            data=kwargs.get("data"),
+            cookies=kwargs.get("cookies"),
+        ).prepare()
+    except Exception:  # a case requests cannot encode is simply not sent
+        return None
+    headers = {
+        str(k): str(v) for k, v in request.headers.items() if k.lower() not in _DROPPED_HEADERS
+    }
+    headers["User-Agent"] = USER_AGENT
+    body = request.body or b""
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    if not all(_sendable(k) and _sendable(v) for k, v in headers.items()):
+        return None
+    return Prepared(str(request.method), str(request.url), headers, body, case)
+
+
+def _sendable(text: str) -> bool:
+    try:
+        text.encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return all(32 <= ord(c) < 127 or c == "\t" for c in text)
+
+
+class Generator:
+    """Draws positive and negative cases for the contract's operations."""
+
+    def __init__(self, contract: Contract, seed: int) -> None:
+        self.contract = contract
+        self.seed = seed
+        self.positive_key = document_key(contract.document)
+        self.negative_key = document_key(contract.held.document)
+        self.positive_schema = load_schema(contract.document, self.positive_key)
+        self.negative_schema = load_schema(contract.held.document, self.negative_key)
+
+    def api_operation(self, op: Operation, mode: GenerationMode) -> Any:
+        schema = self.positive_schema if mode == GenerationMode.POSITIVE else self.negative_schema
+        return schema[op.path][op.method]
+
+    def cases(
+        self,
+        op: Operation,
+        mode: GenerationMode,
+        count: int,
+        *,
+        salt: str = "",
+        path_parameters: dict[str, Any] | None = None,
+        keep: Callable[[Any], bool] | None = None,
+    ) -> list[Any]:
+        seed = salted(self.seed, op.operation_id, mode.value, salt)
+        schema_key = self.positive_key if mode == GenerationMode.POSITIVE else self.negative_key
+        key = (schema_key, op.operation_id, mode.value, count, seed,
+               tuple(sorted((path_parameters or {}).items())))  # fmt: skip
+        if keep is None and key in _CASES:
+            return list(_CASES[key])
+        strategy = self.api_operation(op, mode).as_strategy(
+            generation_mode=mode, path_parameters=path_parameters
+        )
+        if keep is not None:
+            strategy = strategy.filter(keep)
+        found = draw(strategy, count, seed)
+        if keep is None:
+            if len(_CASES) > _MAX_CACHED:
+                _CASES.clear()
+            _CASES[key] = found
+        return list(found)
+
+    def one_positive(
+        self, op: Operation, *, salt: str = "", path_parameters: dict[str, Any] | None = None
+    ) -> Any | None:
+        found = self.cases(
+            op, GenerationMode.POSITIVE, 1, salt=salt, path_parameters=path_parameters
+        )
+        return found[0] if found else None

@@ -1,0 +1,134 @@
+"""The conformance suite as pytest tests: one test per check.
+
+``pytest --conformance-base-url URL --conformance-api-key KEY [...]`` (or ``--conformance-mock``)
+runs the suite once, through :func:`conformance.api.run`, and reports each check as a test:
+passed, failed (with every failure: the rule, the contract's words, the request, the response, a
+curl command and the seed) or skipped (with the reasons). Without one of those two options the
+plugin adds its options and nothing else: no test, no request.
+
+Registered through the ``pytest11`` entry point; before that, load it with
+``-p conformance.pytest_plugin``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # the suite is imported only when a run is asked for
+    from conformance.api import RunConfig
+    from conformance.checks import Check
+    from conformance.results import Report
+
+_REPORT = pytest.StashKey["Report | BaseException"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "conformance suite (cgcas-kit)")
+    group.addoption("--conformance-base-url", metavar="URL", help="the deployment to test")
+    group.addoption("--conformance-api-key", metavar="KEY", help="a workspace API key")
+    group.addoption("--conformance-second-key", metavar="KEY", help="a key of another workspace")
+    group.addoption(
+        "--conformance-mock", action="store_true", help="start the bundled mock and test it"
+    )
+    group.addoption("--conformance-profile", choices=("contract", "full"))
+    group.addoption("--conformance-allow-spend", action="store_true")
+    group.addoption("--conformance-max-requests", type=int, metavar="N")
+    group.addoption("--conformance-seed", type=int, metavar="N")
+    group.addoption("--conformance-only", nargs="+", default=[], metavar="CHECK")
+    group.addoption("--conformance-skip", nargs="+", default=[], metavar="CHECK")
+    group.addoption("--conformance-receiver-listen", default="127.0.0.1:0", metavar="HOST:PORT")
+    group.addoption("--conformance-receiver-url", metavar="PUBLIC_URL")
+    group.addoption("--conformance-report-json", metavar="PATH")
+    group.addoption("--conformance-report-html", metavar="PATH")
+
+
+def enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("conformance_base_url") or config.getoption("conformance_mock"))
+
+
+def run_config(config: pytest.Config) -> RunConfig:
+    from conformance.api import RunConfig
+
+    option = config.getoption
+    return RunConfig(
+        base_url=option("conformance_base_url"),
+        api_key=option("conformance_api_key"),
+        second_key=option("conformance_second_key"),
+        mock=bool(option("conformance_mock")),
+        profile=option("conformance_profile"),
+        allow_spend=bool(option("conformance_allow_spend")),
+        max_requests=option("conformance_max_requests"),
+        seed=option("conformance_seed"),
+        only=list(option("conformance_only")),
+        skip=list(option("conformance_skip")),
+        receiver_listen=option("conformance_receiver_listen"),
+        receiver_url=option("conformance_receiver_url"),
+        report_json=option("conformance_report_json"),
+        report_html=option("conformance_report_html"),
+    )
+
+
+class ConformanceFailure(Exception):
+    pass
+
+
+class ConformanceCollector(pytest.Collector):
+    def collect(self) -> Iterator[pytest.Item]:
+        from conformance.api import UsageError, validate
+
+        try:
+            checks = validate(run_config(self.config))
+        except UsageError as exc:
+            raise pytest.UsageError(f"conformance: {exc}") from None
+        for check in checks:
+            yield CheckItem.from_parent(self, name=check.name, check=check)
+
+
+class CheckItem(pytest.Item):
+    def __init__(self, *, check: Check, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.check = check
+
+    def _report(self) -> Report:
+        from conformance.api import TargetUnreachable, UsageError, run
+
+        stash = self.config.stash
+        if _REPORT not in stash:
+            try:
+                stash[_REPORT] = run(run_config(self.config))
+            except (UsageError, TargetUnreachable) as exc:
+                stash[_REPORT] = exc
+        found = stash[_REPORT]
+        if isinstance(found, BaseException):
+            raise ConformanceFailure(f"the suite could not run: {found}")
+        return found
+
+    def runtest(self) -> None:
+        result = self._report().result(self.check.name)
+        if result is None or result.status == "skipped":
+            reason = result.skip_summary() if result else "not run"
+            pytest.skip(reason or "nothing to judge")
+        if result.status == "failed":
+            from conformance.reports import failure_text
+
+            raise ConformanceFailure("\n\n".join(failure_text(f) for f in result.failures))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ConformanceFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "conformance", None, f"conformance: {self.check.name}: {self.check.description}"
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    if not enabled(config):
+        return
+    collector = ConformanceCollector.from_parent(session, name="conformance", nodeid="conformance")
+    items.extend(collector.collect())

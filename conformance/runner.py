@@ -1,0 +1,394 @@
+"""Running the selected checks against a target, and what a check sees while it runs.
+
+:class:`Session` holds what the checks of one run share (the target, the contract under the
+profile, the generator, the id pool, the receiver, what was learned: operations whose capability
+is unavailable). :class:`Context` is one check's handle on it: it records passes, skips (with a
+reason), failures (with the rule, the contract's words, the exchange and the seed) and warnings.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.checks import Check
+from conformance.contract import Contract, Operation
+from conformance.generation import Generator, Prepared, prepare
+from conformance.idpool import IdPool
+from conformance.receiver import Receiver
+from conformance.requestcheck import RequestChecker
+from conformance.responses import ResponseChecker
+from conformance.results import CheckResult, Failure, Warning_
+from conformance.target import BudgetExhausted, Exchange, Target, TargetUnreachable
+
+CAPABILITY_UNAVAILABLE = "capability unavailable"
+BUDGET_USED_UP = "request budget used up"
+INFERRED_OPERATION = "method and path are inferred"
+NEEDS_SPEND = "spends credits: needs --allow-spend"
+NEEDS_CREATE = "creates or changes resources: needs --allow-spend"
+NEEDS_CONTROL = "needs the bundled mock's control plane (--mock)"
+
+
+class Skip(Exception):
+    """Skip the rest of the running check, for a reason."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class MockIdentity:
+    """Who the primary key is in the bundled mock's fixtures (for control-plane calls)."""
+
+    workspace: str
+    member: str
+
+
+@dataclass
+class Session:
+    target: Target
+    contract: Contract
+    seed: int
+    allow_spend: bool = False
+    mock: MockIdentity | None = None
+    receiver_listen: str = "127.0.0.1:0"
+    receiver_url: str | None = None
+    webhook_wait: float = 60.0
+    unavailable: set[str] = field(default_factory=set)
+    _generator: Generator | None = None
+    _ids: IdPool | None = None
+    _receiver: Receiver | None = None
+    _checkers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def profile(self) -> str:
+        return self.contract.profile
+
+    @property
+    def allow_writes(self) -> bool:
+        return self.allow_spend or self.mock is not None
+
+    @property
+    def generator(self) -> Generator:
+        if self._generator is None:
+            self._generator = Generator(self.contract, self.seed)
+        return self._generator
+
+    @property
+    def ids(self) -> IdPool:
+        if self._ids is None:
+            self._ids = IdPool(self.target, self.contract.full)
+        return self._ids
+
+    @property
+    def responses(self) -> ResponseChecker:
+        if "responses" not in self._checkers:
+            self._checkers["responses"] = ResponseChecker(self.contract.document, self.profile)
+        return self._checkers["responses"]
+
+    @property
+    def request_checker(self) -> RequestChecker:
+        if "requests" not in self._checkers:
+            self._checkers["requests"] = RequestChecker(self.contract.held)
+        return self._checkers["requests"]
+
+    def receiver(self) -> Receiver:
+        if self._receiver is None:
+            self._receiver = Receiver(self.receiver_listen, self.receiver_url).start()
+        return self._receiver
+
+    def close(self) -> None:
+        if self._receiver is not None:
+            self._receiver.stop()
+
+
+class Context:
+    """One check's view of the session, and where its outcomes are recorded."""
+
+    def __init__(self, session: Session, check: Check, result: CheckResult) -> None:
+        self.session = session
+        self.check = check
+        self.result = result
+        self._seen: dict[tuple[Any, ...], Failure] = {}
+        self._warned: dict[tuple[Any, ...], Warning_] = {}
+
+    # -- shortcuts ------------------------------------------------------------------------------
+
+    @property
+    def target(self) -> Target:
+        return self.session.target
+
+    @property
+    def contract(self) -> Contract:
+        return self.session.contract
+
+    @property
+    def held(self) -> Any:
+        return self.session.contract.held
+
+    @property
+    def profile(self) -> str:
+        return self.session.profile
+
+    @property
+    def seed(self) -> int:
+        return self.session.seed
+
+    @property
+    def control(self) -> Any:
+        return self.session.target.control
+
+    def operation(self, operation_id: str) -> Operation:
+        return self.contract.held.operations[operation_id]
+
+    # -- outcomes -------------------------------------------------------------------------------
+
+    def passed(self, n: int = 1) -> None:
+        self.result.passed += n
+
+    def skip(self, reason: str, n: int = 1) -> None:
+        self.result.skipped[reason] += n
+
+    def fail(
+        self,
+        rule: str,
+        message: str,
+        *,
+        exchange: Exchange | None = None,
+        quote: str = "",
+        subject: str = "",
+        key: tuple[Any, ...] | None = None,
+        **extra: Any,
+    ) -> None:
+        """Record a broken rule; failures with the same ``key`` are counted once, shown once."""
+        if not subject and exchange is not None:
+            subject = exchange.operation_id or f"{exchange.method} {exchange.path}"
+        dedupe = (rule, *key) if key is not None else None
+        if dedupe is not None and dedupe in self._seen:
+            self._seen[dedupe].occurrences += 1
+            return
+        failure = Failure(
+            check=self.check.name,
+            rule=rule,
+            message=message,
+            quote=quote,
+            subject=subject,
+            exchange=exchange,
+            seed=self.seed,
+            extra=extra,
+        )
+        self.result.failures.append(failure)
+        if dedupe is not None:
+            self._seen[dedupe] = failure
+
+    def warn(self, message: str, *, subject: str = "", key: tuple[Any, ...] | None = None) -> None:
+        if key is not None and key in self._warned:
+            self._warned[key].occurrences += 1
+            return
+        warning = Warning_(self.check.name, message, subject)
+        self.result.warnings.append(warning)
+        if key is not None:
+            self._warned[key] = warning
+
+    def expect(self, condition: bool, rule: str, message: str, **kwargs: Any) -> bool:
+        """Pass when ``condition`` holds, else fail with ``rule``; answer the condition."""
+        if condition:
+            self.passed()
+        else:
+            self.fail(rule, message, **kwargs)
+        return condition
+
+    # -- gating ---------------------------------------------------------------------------------
+
+    def why_not_send(self, op: Operation) -> str | None:
+        """Why a valid request to ``op`` may not be sent in this run (None: it may)."""
+        if not self.contract.applicable(op):
+            return INFERRED_OPERATION
+        if op.operation_id in self.session.unavailable:
+            return CAPABILITY_UNAVAILABLE
+        if self.session.allow_writes:
+            return None
+        if op.paid:
+            return NEEDS_SPEND
+        if op.creating:
+            return NEEDS_CREATE
+        return None
+
+    def unavailable(self, exchange: Exchange) -> bool:
+        """True (and the operation remembered, a skip recorded) on 503 capability_unavailable."""
+        if exchange.capability_unavailable:
+            if exchange.operation_id:
+                self.session.unavailable.add(exchange.operation_id)
+            self.skip(CAPABILITY_UNAVAILABLE)
+            return True
+        return False
+
+    def require_control(self) -> Any:
+        if self.control is None or self.session.mock is None:
+            raise Skip(NEEDS_CONTROL)
+        return self.control
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Exchange:
+        return self.target.request(method, path, **kwargs)
+
+    def call(
+        self,
+        op: Operation,
+        *,
+        path_parameters: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> Exchange:
+        """Send a request to ``op`` (its path template filled in)."""
+        path = op.path
+        for name, value in (path_parameters or {}).items():
+            path = path.replace("{" + name + "}", _segment(value))
+        return self.target.request(op.method, path, operation_id=op.operation_id, **kwargs)
+
+    def send(self, prepared: Prepared, op: Operation, **kwargs: Any) -> Exchange:
+        return self.target.send(
+            prepared.method,
+            prepared.url,
+            prepared.headers,
+            prepared.body,
+            operation_id=op.operation_id,
+            **kwargs,
+        )
+
+    def sample(
+        self,
+        op: Operation,
+        *,
+        salt: str = "",
+        real_ids: bool = True,
+        path_parameters: dict[str, str] | None = None,
+        auth: str = "primary",
+        idempotency_key: str | None = None,
+        body_update: Callable[[Any], Any] | None = None,
+    ) -> Prepared | None:
+        """One valid-looking request to ``op``: generated, with real ids where they are known."""
+        if path_parameters is None and real_ids and op.path_parameters:
+            path_parameters = self.session.ids.path_parameters(op, auth)
+        case = self.session.generator.one_positive(op, salt=salt, path_parameters=path_parameters)
+        if case is None:
+            return None
+        prepared = prepare(case, self.target.base_url)
+        if prepared is not None and isinstance(case.body, dict):
+            body = copy.deepcopy(case.body)  # generated cases are shared: never changed
+            self._fix_body(body)
+            if body_update is not None:
+                body = body_update(body) or body
+            prepared.body = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        if prepared is not None and idempotency_key is not None:
+            prepared.headers = {
+                k: v for k, v in prepared.headers.items() if k.lower() != "idempotency-key"
+            }
+            prepared.headers["Idempotency-Key"] = idempotency_key
+        return prepared
+
+    def _fix_body(self, body: dict[str, Any]) -> None:
+        # Generated work is filed under a project the workspace owns; callbacks go nowhere.
+        body.pop("callbackUrl", None)
+        body.pop("callbackSecret", None)
+        if "projectId" in body:
+            ids = self.session.ids.ids_for("projectId")
+            if ids:
+                body["projectId"] = ids[0]
+
+    @staticmethod
+    def new_key() -> str:
+        return f"conformance-{uuid.uuid4().hex}"
+
+
+def _segment(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(str(value), safe="")
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+Listener = Callable[[str, Any], None]
+
+
+def run_checks(
+    session: Session,
+    checks: list[Check],
+    on_event: Listener | None = None,
+) -> list[CheckResult]:
+    """Run ``checks`` (observers attached first); answer their results in order."""
+    emit = on_event or (lambda *_: None)
+    results = {c.name: CheckResult(c.name, c.family, c.description) for c in checks}
+    observers = [Context(session, c, results[c.name]) for c in checks if c.observe is not None]
+
+    def observe(exchange: Exchange) -> None:
+        for ctx in observers:
+            ctx.result.requests += 1
+            ctx.result.ran = True
+            try:
+                assert ctx.check.observe is not None
+                ctx.check.observe(ctx, exchange)
+            except Exception as exc:  # a crashing rule is reported, not fatal
+                ctx.fail("crash", f"the check crashed: {exc!r}", exchange=exchange, key=("crash",))
+        emit("exchange", exchange)
+
+    session.target.observers.append(observe)
+    try:
+        for check in checks:
+            if check.run is None:
+                continue
+            result = results[check.name]
+            emit("check-start", check)
+            run_one(session, check, result)
+            emit("check-end", result)
+    finally:
+        session.target.observers.remove(observe)
+    return [results[c.name] for c in checks]
+
+
+def run_one(session: Session, check: Check, result: CheckResult) -> None:
+    result.ran = True
+    target = session.target
+    reason = _gate(session, check)
+    if reason:
+        result.skipped[reason] += 1
+        return
+    ctx = Context(session, check, result)
+    before = target.count
+    target.current_check = check.name
+    if target.control is not None:
+        target.control.reset()
+        target.forget_windows()
+    try:
+        assert check.run is not None
+        check.run(ctx)
+    except Skip as skip:
+        ctx.skip(skip.reason)
+    except BudgetExhausted:
+        ctx.skip(BUDGET_USED_UP)
+    except TargetUnreachable as exc:
+        ctx.fail("transport", f"the deployment did not answer: {exc}")
+    except Exception as exc:  # one crashing check does not end the run
+        ctx.fail("crash", f"the check crashed: {exc!r}", trace=traceback.format_exc())
+    finally:
+        target.current_check = None
+        if check.observe is None:  # an observer counts the responses it judged instead
+            result.requests += target.count - before
+
+
+def _gate(session: Session, check: Check) -> str | None:
+    if check.spends and not session.allow_writes:
+        return NEEDS_SPEND
+    if check.creates and not session.allow_writes:
+        return NEEDS_CREATE
+    if check.needs_second_key and not session.target.second_key:
+        return "needs --second-key"
+    return None

@@ -1,0 +1,408 @@
+"""The only HTTP client to the deployment under test (and to the bundled mock's control plane).
+
+:class:`Target` sends every request of a run. It
+
+* counts requests against ``--max-requests`` (:class:`BudgetExhausted` when the budget is used up);
+* never hammers: after a response says ``x-ratelimit-remaining: 0`` it waits for the window to
+  reset, and it honours ``429`` and ``503 upstream_unavailable`` ``Retry-After`` (against the
+  bundled mock by moving the mock's manual clock through the control plane; against a real
+  deployment by sleeping, capped, and saying so in the run's notes);
+* records every exchange, so that a failure can show the request, the response and a curl
+  command (with the API keys masked as ``${API_KEY}`` and ``${SECOND_API_KEY}``);
+* tells its observers about every exchange (the envelope and response checks run there).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import httpx
+
+MAX_KEPT_BODY = 1 << 20
+_UNSET: Any = object()
+
+
+class BudgetExhausted(Exception):
+    """The run's ``--max-requests`` is used up."""
+
+    def __init__(self) -> None:
+        super().__init__("request budget used up")
+
+
+class TargetUnreachable(Exception):
+    """The deployment did not answer at the transport level (refused, DNS, TLS, timeout)."""
+
+
+AUTH_KINDS = ("primary", "second", "none", "malformed", "unknown", "custom")
+
+
+@dataclass
+class Exchange:
+    """One request the run sent and the response it got."""
+
+    index: int
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    request_body: bytes
+    status: int
+    response_headers: dict[str, str]  # lower-case names
+    response_body: bytes
+    elapsed: float
+    operation_id: str | None = None
+    auth: str = "primary"
+    provoked: bool = False
+    check: str | None = None
+    masks: dict[str, str] = field(default_factory=dict, repr=False)
+    _json: Any = field(default=_UNSET, repr=False)
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.url).path
+
+    def header(self, name: str) -> str | None:
+        return self.response_headers.get(name.lower())
+
+    def json(self) -> Any:
+        """The response body parsed as JSON, or None when it is not JSON."""
+        if self._json is _UNSET:
+            try:
+                self._json = json.loads(self.response_body)
+            except ValueError:
+                self._json = None
+        return self._json
+
+    @property
+    def code(self) -> str | None:
+        body = self.json()
+        return body.get("code") if isinstance(body, dict) else None
+
+    @property
+    def capability_unavailable(self) -> bool:
+        return self.status == 503 and self.code == "capability_unavailable"
+
+    def _mask(self, text: str) -> str:
+        for secret, name in self.masks.items():
+            if secret:
+                text = text.replace(secret, name)
+        return text
+
+    def masked_request_headers(self) -> dict[str, str]:
+        return {k: self._mask(v) for k, v in self.request_headers.items()}
+
+    def curl(self) -> str:
+        """A curl command that sends this request again (API keys as shell variables)."""
+        parts = ["curl", "-i", "-X", self.method]
+        for name, value in self.masked_request_headers().items():
+            if name.lower() in ("content-length", "host", "accept-encoding", "connection"):
+                continue
+            header = f"{name}: {value}"
+            parts.append("-H")
+            parts.append(f'"{header}"' if "${" in header else shlex.quote(header))
+        if self.request_body:
+            text = self.request_body.decode("utf-8", "replace")
+            if len(text) > 4096:
+                parts += ["--data-binary", f"@body.json  # {len(self.request_body)} bytes"]
+            else:
+                parts += ["--data-binary", shlex.quote(self._mask(text))]
+        parts.append(shlex.quote(self._mask(self.url)))
+        return " ".join(parts)
+
+    def to_dict(self, limit: int = 4096) -> dict[str, Any]:
+        def text(body: bytes) -> str:
+            shown = body[:limit].decode("utf-8", "replace")
+            return shown + (f"… ({len(body)} bytes)" if len(body) > limit else "")
+
+        return {
+            "index": self.index,
+            "operationId": self.operation_id,
+            "request": {
+                "method": self.method,
+                "url": self._mask(self.url),
+                "headers": self.masked_request_headers(),
+                "body": self._mask(text(self.request_body)),
+            },
+            "response": {
+                "status": self.status,
+                "headers": dict(self.response_headers),
+                "body": text(self.response_body),
+            },
+            "curl": self.curl(),
+        }
+
+
+class MockControl:
+    """The bundled mock's control plane (``/_mock/``); used only when the target is the mock."""
+
+    def __init__(self, client: httpx.Client, base_url: str, token: str | None = None) -> None:
+        self.client = client
+        self.base = base_url.rstrip("/") + "/_mock"
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    def call(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        return self.client.request(
+            method, self.base + path, json=body, headers=self.headers, timeout=60
+        )
+
+    def _ok(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        response = self.call(method, path, body)
+        response.raise_for_status()
+        return response.json()
+
+    def reset(self) -> None:
+        self._ok("POST", "/reset")
+
+    def advance(self, seconds: float) -> None:
+        if seconds > 0:
+            self._ok("POST", "/clock/advance", {"seconds": seconds})
+
+    def credits(self, workspace: str) -> int:
+        return int(self._ok("GET", f"/workspaces/{workspace}/credits")["balance"])
+
+    def set_credits(self, workspace: str, balance: int) -> None:
+        self._ok("PUT", f"/workspaces/{workspace}/credits", {"balance": balance})
+
+    def set_budget(self, workspace: str, member: str, capped: bool) -> None:
+        self._ok("PUT", f"/workspaces/{workspace}/members/{member}/budget", {"capped": capped})
+
+    def set_capability(self, name: str, **change: Any) -> None:
+        self._ok("PUT", f"/capabilities/{name}", change)
+
+    def flush_deliveries(self) -> bool:
+        """Await the deliveries that are due; False when the mock has no such call yet."""
+        response = self.call("POST", "/deliveries/flush")
+        return response.status_code < 400
+
+
+def _lower(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}
+
+
+class Target:
+    """The deployment under test, seen only through its public interface."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        second_key: str | None = None,
+        max_requests: int | None = None,
+        control_token: str | None = None,
+        use_control: bool = False,
+        timeout: float = 30.0,
+        wait_cap: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
+        client: httpx.Client | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.second_key = second_key
+        self.max_requests = max_requests
+        self.wait_cap = wait_cap
+        self.sleep = sleep
+        self.client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+        self.control = (
+            MockControl(self.client, self.base_url, control_token) if use_control else None
+        )
+        self.count = 0
+        self.exchanges: list[Exchange] = []
+        self.observers: list[Callable[[Exchange], None]] = []
+        self.notes: list[str] = []
+        self.current_check: str | None = None
+        self.answered = False  # whether the deployment ever answered
+        self._reset_at: dict[str, tuple[float, int]] = {}  # identity -> (seen at, reset seconds)
+        self._masks = {api_key: "${API_KEY}"}
+        if second_key:
+            self._masks[second_key] = "${SECOND_API_KEY}"
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- budget -----------------------------------------------------------------------------------
+
+    @property
+    def remaining(self) -> int | None:
+        return None if self.max_requests is None else max(0, self.max_requests - self.count)
+
+    def require(self, n: int) -> None:
+        """Raise :class:`BudgetExhausted` unless ``n`` more requests fit in the budget."""
+        if self.remaining is not None and self.remaining < n:
+            raise BudgetExhausted
+
+    # -- waiting --------------------------------------------------------------------------------
+
+    def wait(self, seconds: float, why: str) -> None:
+        """Let time pass: the mock's clock moves; a real deployment is waited for (capped)."""
+        if seconds <= 0:
+            return
+        if self.control is not None:
+            self.control.advance(seconds)
+            return
+        waited = min(seconds, self.wait_cap)
+        capped = f" (capped from {seconds:g} s)" if waited < seconds else ""
+        self.notes.append(f"waited {waited:g} s{capped}: {why}")
+        self.sleep(waited)
+
+    def forget_windows(self) -> None:
+        """The deployment's rate-limit windows were reset (the mock's state was reset)."""
+        self._reset_at.clear()
+
+    def _pace(self, identity: str) -> None:
+        window = self._reset_at.pop(identity, None)
+        if window is None:
+            return
+        seen_at, reset = window
+        # The mock's clock moves only when told to; real time counts against a real window.
+        left = reset if self.control is not None else reset - (time.monotonic() - seen_at)
+        self.wait(left, "x-ratelimit-remaining reached 0")
+
+    def _remember_window(self, identity: str, exchange: Exchange) -> None:
+        remaining = exchange.header("x-ratelimit-remaining")
+        reset = exchange.header("x-ratelimit-reset")
+        if remaining == "0" and reset and reset.isdigit():
+            self._reset_at[identity] = (time.monotonic(), int(reset))
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def authorization(self, auth: str) -> str | None:
+        if auth == "primary":
+            return f"Bearer {self.api_key}"
+        if auth == "second":
+            return f"Bearer {self.second_key}"
+        if auth == "malformed":
+            return "Bearer"
+        if auth == "unknown":
+            return f"Bearer sk_conformance_unknown_{uuid.uuid4().hex}"
+        return None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        operation_id: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        json_body: Any = _UNSET,
+        content: bytes | None = None,
+        auth: str = "primary",
+        provoked: bool = False,
+        retry: bool = True,
+        pace: bool = True,
+    ) -> Exchange:
+        """Send one request (and its honoured retries); answer the last exchange."""
+        url = self.base_url + path
+        query = urlencode([(k, _wire(v)) for k, v in (params or {}).items() if v is not None])
+        if query:
+            url += ("&" if "?" in url else "?") + query
+        sent = dict(headers or {})
+        if json_body is not _UNSET:
+            content = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
+            sent.setdefault("Content-Type", "application/json")
+        return self.send(
+            method,
+            url,
+            sent,
+            content or b"",
+            operation_id=operation_id,
+            auth=auth,
+            provoked=provoked,
+            retry=retry,
+            pace=pace,
+        )
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        operation_id: str | None = None,
+        auth: str = "primary",
+        provoked: bool = False,
+        retry: bool = True,
+        pace: bool = True,
+    ) -> Exchange:
+        headers = dict(headers)
+        if auth != "custom":  # custom: the caller's own Authorization header is sent as given
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            if value := self.authorization(auth):
+                headers["Authorization"] = value
+        attempts = 3 if retry else 1
+        exchange: Exchange | None = None
+        for _ in range(attempts):
+            if pace and auth in ("primary", "second"):
+                self._pace(auth)
+            exchange = self._send_once(method, url, headers, body, operation_id, auth, provoked)
+            if auth in ("primary", "second"):
+                self._remember_window(auth, exchange)
+            if not retry or not self._should_retry(exchange):
+                break
+            seconds = exchange.header("retry-after") or ""
+            delay = int(seconds) if seconds.isdigit() else 1
+            self._reset_at.pop(auth, None)
+            self.wait(delay, f"Retry-After on {exchange.status} {exchange.code or ''}".strip())
+        assert exchange is not None
+        return exchange
+
+    @staticmethod
+    def _should_retry(exchange: Exchange) -> bool:
+        return exchange.status == 429 or (
+            exchange.status == 503 and exchange.code == "upstream_unavailable"
+        )
+
+    def _send_once(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        operation_id: str | None,
+        auth: str,
+        provoked: bool,
+    ) -> Exchange:
+        self.require(1)
+        self.count += 1
+        started = time.monotonic()
+        try:
+            response = self.client.request(method, url, headers=headers, content=body)
+        except httpx.InvalidURL as exc:
+            raise TargetUnreachable(f"{url}: {exc}") from exc
+        except httpx.TransportError as exc:
+            raise TargetUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        self.answered = True
+        exchange = Exchange(
+            index=self.count,
+            method=method,
+            url=url,
+            request_headers=dict(response.request.headers),
+            request_body=body,
+            status=response.status_code,
+            response_headers=_lower(response.headers),
+            response_body=response.content[:MAX_KEPT_BODY],
+            elapsed=time.monotonic() - started,
+            operation_id=operation_id,
+            auth=auth,
+            provoked=provoked,
+            check=self.current_check,
+            masks=self._masks,
+        )
+        self.exchanges.append(exchange)
+        for observer in self.observers:
+            observer(exchange)
+        return exchange
+
+
+def _wire(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

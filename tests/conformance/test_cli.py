@@ -1,0 +1,101 @@
+"""The command line: list-checks, verify-signature, and exit statuses for usage errors and bad
+targets."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.checks import FAMILIES, all_checks
+from conformance.cli import main
+from mockserver.resources import fixtures_dir
+from tests.conformance.support import free_port
+
+VECTORS = json.loads((fixtures_dir() / "webhooks" / "vectors.json").read_text())["vectors"]
+
+
+def status_of(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    return int(exit_info.value.code or 0)
+
+
+def test_list_checks_names_every_check_with_a_description(capsys: pytest.CaptureFixture[str]):
+    assert status_of(["list-checks"]) == 0
+    out = capsys.readouterr().out
+    checks = all_checks()
+    assert {c.family for c in checks} == set(FAMILIES)
+    for check in checks:
+        line = next(line for line in out.splitlines() if line.split()[0] == check.name)
+        assert check.description in line
+    assert "only-when-selected" in next(
+        line for line in out.splitlines() if line.startswith("rate-limit ")
+    )
+
+
+@pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
+def test_verify_signature_judges_each_vector(
+    vector: dict[str, object], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    body = tmp_path / "body"
+    body.write_bytes(base64.b64decode(str(vector["body_base64"])))
+    argv = ["verify-signature", "--secret", str(vector["secret"]), "--timestamp",
+            str(vector["timestamp"]), "--signature", str(vector["signature"]),
+            "--body-file", str(body)]  # fmt: skip
+    assert status_of(argv) == (0 if vector["valid"] else 1)
+    assert capsys.readouterr().out.startswith("valid" if vector["valid"] else "invalid")
+
+
+def test_verify_signature_refuses_a_timestamp_without_z(tmp_path: Path):
+    vector = next(v for v in VECTORS if v["valid"])
+    body = tmp_path / "body"
+    body.write_bytes(base64.b64decode(str(vector["body_base64"])))
+    stamp = str(vector["timestamp"]).replace("Z", "+00:00")
+    argv = ["verify-signature", "--secret", str(vector["secret"]), "--timestamp", stamp,
+            "--signature", str(vector["signature"]), "--body-file", str(body)]  # fmt: skip
+    assert status_of(argv) == 1
+
+
+def test_verify_signature_with_a_missing_body_file_is_a_usage_error(tmp_path: Path):
+    argv = ["verify-signature", "--secret", "s", "--timestamp", "2026-01-01T00:00:00Z",
+            "--signature", "sha256=00", "--body-file", str(tmp_path / "missing")]  # fmt: skip
+    assert status_of(argv) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["run"],
+        ["run", "--api-key", "k"],
+        ["run", "--base-url", "http://127.0.0.1:9"],
+        ["run", "--base-url", "not a url", "--api-key", "k"],
+        ["run", "--mock", "--base-url", "http://127.0.0.1:9"],
+        ["run", "--mock", "--only", "no-such-check"],
+        ["run", "--mock", "--skip", "nope"],
+        ["run", "--mock", "--profile", "strict"],
+        ["run", "--mock", "--max-requests", "0"],
+        ["run", "--mock", "--max-requests", "many"],
+        ["run", "--mock", "--receiver-listen", "nowhere"],
+        ["run", "--base-url", "https://x.example", "--api-key", "k", "--receiver-url",
+         "http://public.example/hook"],
+        ["frobnicate"],
+    ],
+)  # fmt: skip
+def test_usage_errors_exit_2(argv: list[str]):
+    assert status_of(argv) == 2
+
+
+def test_connection_refused_exits_2(capsys: pytest.CaptureFixture[str]):
+    port = free_port()  # nothing listens there
+    assert status_of(["run", "--base-url", f"http://127.0.0.1:{port}", "--api-key", "k"]) == 2
+    assert "unreachable" in capsys.readouterr().err
+
+
+def test_dns_failure_exits_2(capsys: pytest.CaptureFixture[str]):
+    argv = ["run", "--base-url", "http://conformance-target.invalid", "--api-key", "k"]
+    assert status_of(argv) == 2
+    assert "unreachable" in capsys.readouterr().err

@@ -1,0 +1,65 @@
+"""Proven on the mock: ``conformance run --mock --allow-spend`` passes every check it can run
+(operations the mock does not serve yet are skipped as capability unavailable, never passed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conformance.runner import CAPABILITY_UNAVAILABLE
+from tests.conformance.fake import KEY, FakeDeployment
+from tests.conformance.support import Served, live_mock, run_quietly
+
+ALWAYS_RUNNABLE = {
+    "envelope-request-id", "envelope-json", "auth-missing-key", "auth-public-contract",
+    "auth-workspace-slug", "pagination-walk", "pagination-cursors", "pagination-limit-bounds",
+    "idempotency-key-required", "limits-payload-too-large", "schema-responses",
+    "schema-positive", "schema-negative",
+}  # fmt: skip
+
+
+def test_run_mock_allow_spend_passes_end_to_end(tmp_path: Path):
+    out = tmp_path / "report.json"
+    command = [sys.executable, "-m", "conformance", "run", "--mock", "--allow-spend",
+               "--max-requests", "700", "--seed", "1", "--report-json", str(out)]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=170)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    report = json.loads(out.read_text())
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert "rate-limit" not in statuses  # only with --only rate-limit
+    assert all(s in ("passed", "skipped") for s in statuses.values())
+    assert {n for n, s in statuses.items() if s == "passed"} >= ALWAYS_RUNNABLE
+    assert report["requests"] <= 700 and report["seed"] == 1 and report["profile"] == "full"
+    for check in report["checks"]:
+        if check["status"] == "skipped":
+            assert check["skipped"], f"{check['name']} skipped without a reason"
+    assert "PASSED" in result.stdout and "--seed 1" in result.stdout
+
+
+def test_capability_unavailable_is_a_skip_never_a_pass():
+    # The fake answers 503 capability_unavailable for everything but a handful of operations.
+    with Served(FakeDeployment()) as server:
+        report = run_quietly(
+            base_url=server.base_url,
+            api_key=KEY,
+            allow_spend=True,
+            only=["schema-positive", "pagination-walk", "pagination-limit-bounds"],
+            max_requests=300,
+        )
+    positive = report.result("schema-positive")
+    assert positive.skipped[CAPABILITY_UNAVAILABLE] >= 40
+    assert 0 < positive.passed < 12  # only the few operations the fake serves
+    assert report.result("pagination-walk").status == "skipped"
+    assert report.result("pagination-limit-bounds").status == "skipped"
+    assert report.exit_code == 0
+
+
+def test_the_rate_limit_probe_drives_the_mock_to_429_and_waits_on_its_clock():
+    with live_mock() as mock:
+        report = run_quietly(mock_url=mock.base_url, only=["rate-limit"])
+    result = report.result("rate-limit")
+    assert result.status == "passed", [f.message for f in report.failures]
+    assert result.requests == 102  # 1 + the 99 left + the 429 + one after Retry-After
+    assert not report.notes  # the mock's clock was moved: nobody slept
