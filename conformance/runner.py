@@ -252,6 +252,19 @@ class Context:
             path = path.replace("{" + name + "}", _segment(value))
         return self.target.request(op.method, path, operation_id=op.operation_id, **kwargs)
 
+    def probe(self, op: Operation, **sample_options: Any) -> Exchange | None:
+        """Generate one request to ``op`` (see :meth:`sample`) and send it.
+
+        None, with the reason recorded as a skip, when no request could be generated or the
+        operation answered 503 ``capability_unavailable``.
+        """
+        prepared = self.sample(op, **sample_options)
+        if prepared is None:
+            self.skip("no request could be generated")
+            return None
+        exchange = self.send(prepared, op)
+        return None if self.unavailable(exchange) else exchange
+
     def send(self, prepared: Prepared, op: Operation, **kwargs: Any) -> Exchange:
         return self.target.send(
             prepared.method,

@@ -61,12 +61,8 @@ def _probe(
         update(body)
         return body
 
-    prepared = ctx.sample(op, salt="url-policy", idempotency_key=ctx.new_key(), body_update=change)
-    if prepared is None:
-        ctx.skip("no request could be generated")
-        return
-    exchange = ctx.send(prepared, op)
-    if ctx.unavailable(exchange):
+    exchange = ctx.probe(op, salt="url-policy", idempotency_key=ctx.new_key(), body_update=change)
+    if exchange is None:
         return
     codes = ctx.held.error_codes.get(400, ())
     ctx.expect(

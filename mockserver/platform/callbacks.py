@@ -1,6 +1,12 @@
-"""Per-job callbacks at request time: ``callbackUrl`` and ``callbackSecret`` come together, the
-secret is 32 to 512 characters (both enforced by the contract's schema), and the url must be
-HTTPS and resolve only to public addresses (urlpolicy.py), else ``400 invalid_request``.
+"""Urls the service delivers to or fetches from, checked at request time.
+
+- Per-job callbacks: ``callbackUrl`` and ``callbackSecret`` come together and the secret is 32
+  to 512 characters (both enforced by the contract's schema); the url must be HTTPS and
+  resolve only to public addresses (urlpolicy.py). So must a webhook subscription's url.
+- A url the service fetches (a video, an image, an asset) is judged from the url alone: the
+  mock fetches nothing, so it resolves nothing.
+
+A refusal is ``400 invalid_request`` naming the field and the rule broken.
 ``--allow-private-callbacks`` lets loopback, private addresses and plain http through.
 """
 
@@ -10,22 +16,23 @@ from typing import Any
 
 from mockserver.call import Call
 from mockserver.platform import urlpolicy
-from mockserver.platform.errors import invalid_request
+from mockserver.platform.errors import ApiError, invalid_request
+
+
+def _refusal(refused: urlpolicy.UrlRefused, field: str) -> ApiError:
+    return invalid_request(
+        f"{field}: {refused.message}", reason="url_not_allowed", field=field, rule=refused.reason
+    )
 
 
 async def check_url(call: Call, url: str, *, field: str) -> None:
-    """Refuse a url the service would not deliver to or fetch from (400 ``invalid_request``)."""
+    """Refuse a url the service would not deliver to (400 ``invalid_request``)."""
     try:
         await urlpolicy.resolve_and_check(
             url, allow_private=call.runtime.settings.allow_private_callbacks
         )
     except urlpolicy.UrlRefused as refused:
-        raise invalid_request(
-            f"{field}: {refused.message}",
-            reason="url_not_allowed",
-            field=field,
-            rule=refused.reason,
-        ) from None
+        raise _refusal(refused, field) from None
 
 
 async def requested_callback(call: Call) -> dict[str, str] | None:
@@ -38,14 +45,8 @@ async def requested_callback(call: Call) -> dict[str, str] | None:
 
 
 def check_fetch_url(call: Call, url: str, *, field: str) -> None:
-    """A url the service fetches (a video, an image, an asset): HTTPS and no literal private
-    address, judged from the url alone (the mock fetches nothing, so it resolves nothing)."""
+    """Refuse a url the service would not fetch: HTTPS, no literal private address."""
     try:
         urlpolicy.parse_target(url, allow_private=call.runtime.settings.allow_private_callbacks)
     except urlpolicy.UrlRefused as refused:
-        raise invalid_request(
-            f"{field}: {refused.message}",
-            reason="url_not_allowed",
-            field=field,
-            rule=refused.reason,
-        ) from None
+        raise _refusal(refused, field) from None

@@ -3,32 +3,20 @@
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jsonschema import Draft202012Validator
 
 from mockserver.areas.themes import classifier
 from mockserver.areas.themes.assign import theme_assignments
 from mockserver.areas.themes.classifier import classify, hashtag_tokens, stem, tokens
 from mockserver.areas.themes.taxonomy import Taxonomy, default_taxonomy
-from mockserver.resources import spec_path
+from tests.support.schemas import schema_validator as contract_validator
 
 TAXONOMY = default_taxonomy()
 FALLBACK = "needs-review"
-
-
-@cache
-def contract_validator(schema_name: str) -> Draft202012Validator:
-    """A validator for one of the contract's component schemas, its ``$ref``s resolvable."""
-    with open(spec_path(), encoding="utf-8") as fh:
-        components = yaml.safe_load(fh)["components"]
-    root = {"$ref": f"#/components/schemas/{schema_name}", "components": components}
-    return Draft202012Validator(root)
 
 
 def cat(system: str, category_id: str, label: str = "") -> dict[str, str]:

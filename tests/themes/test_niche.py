@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 import pytest
-import yaml
-from jsonschema import Draft202012Validator
 
 from mockserver.areas.themes.niche import build_niche_profile, classify_request, short_audience
 from mockserver.areas.themes.taxonomy import default_taxonomy
-from mockserver.resources import spec_path
+from tests.support.schemas import schema_validator as contract_validator
 
 TAXONOMY = default_taxonomy()
-
-
-@cache
-def contract_validator(schema_name: str) -> Draft202012Validator:
-    """A validator for one of the contract's component schemas, its ``$ref``s resolvable."""
-    with open(spec_path(), encoding="utf-8") as fh:
-        components = yaml.safe_load(fh)["components"]
-    root = {"$ref": f"#/components/schemas/{schema_name}", "components": components}
-    return Draft202012Validator(root)
 
 
 BUSINESSES: list[tuple[str, dict[str, Any], str]] = [

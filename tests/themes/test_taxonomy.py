@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import Any
 
 import pytest
 import yaml
-from jsonschema import Draft202012Validator
 
 from mockserver.areas.themes.taxonomy import (
     Taxonomy,
@@ -16,19 +14,10 @@ from mockserver.areas.themes.taxonomy import (
     default_taxonomy_path,
     normalise_label,
 )
-from mockserver.resources import spec_path
+from tests.support.schemas import schema_validator as contract_validator
 
 SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 TAXONOMY = default_taxonomy()
-
-
-@cache
-def contract_validator(schema_name: str) -> Draft202012Validator:
-    """A validator for one of the contract's component schemas, its ``$ref``s resolvable."""
-    with open(spec_path(), encoding="utf-8") as fh:
-        components = yaml.safe_load(fh)["components"]
-    root = {"$ref": f"#/components/schemas/{schema_name}", "components": components}
-    return Draft202012Validator(root)
 
 
 def mapping_entries(taxonomy: Taxonomy, system: str) -> list[Any]:

@@ -6,7 +6,6 @@ import json
 import time
 from dataclasses import replace
 
-import jsonschema
 import pytest
 from starlette.testclient import TestClient
 
@@ -15,6 +14,7 @@ from mockserver.app import create_app
 from mockserver.contract import default_contract
 from tests.conftest import TEST_SETTINGS
 from tests.support.client import ApiClient, ControlClient
+from tests.support.schemas import schema_validator
 
 SECRET = "callback-secret-" + "x" * 24
 POLICY = default_contract().limits["webhookDelivery"]
@@ -40,14 +40,6 @@ def deliveries_of(control, job_id: str) -> list[dict]:
     ]
 
 
-def schema_of(name: str) -> jsonschema.Draft202012Validator:
-    document = default_contract().document
-    return jsonschema.Draft202012Validator(
-        {"$ref": f"#/components/schemas/{name}", "components": document["components"]},
-        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
-    )
-
-
 def test_a_done_job_delivers_one_signed_job_event(api, control, receiver):
     job = render(api, f"{receiver.url}/hooks/render")
     control.advance(3600)
@@ -61,7 +53,7 @@ def test_a_done_job_delivers_one_signed_job_event(api, control, receiver):
     assert headers["x-service-event-id"] == body["eventId"]
     assert headers["x-service-job-id"] == body["jobId"] == job["id"]
     assert "x-service-subscription-id" not in headers
-    schema_of("JobCallbackEvent").validate(body)
+    schema_validator("JobCallbackEvent").validate(body)
     assert body["status"] == "done" and body["error"] is None
     assert body["artifacts"]["videoUrl"] == body["artifacts"]["downloadUrls"]["video"]
     finished = api.get(f"/v1/jobs/{job['id']}").json()["job"]
@@ -93,7 +85,7 @@ def test_only_done_carries_artifacts(api, control, receiver, outcome):
     control.advance(3600)
     flush(control)
     body = json.loads(receiver.deliveries[0].body)
-    schema_of("JobCallbackEvent").validate(body)
+    schema_validator("JobCallbackEvent").validate(body)
     assert body["status"] == outcome and body["artifacts"] is None and body["error"]
     read = api.get(f"/v1/jobs/{job['id']}").json()["job"]
     assert read["status"] == outcome and read["artifacts"] is None and read["error"]

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 
-import jsonschema
-
 from conformance.signatures import verify
-from mockserver.contract import default_contract
+from tests.support.schemas import schema_validator
 
 SECRET = "subscription-secret-" + "z" * 20
 JOB_EVENTS = ["job.progressed", "job.awaiting_approval", "job.completed", "artifact.ready",
@@ -33,13 +31,6 @@ def flush(control) -> None:
 
 def received(receiver) -> list[dict]:
     return [json.loads(d.body) for d in receiver.deliveries]
-
-
-def automation_event() -> jsonschema.Draft202012Validator:
-    components = default_contract().document["components"]
-    return jsonschema.Draft202012Validator(
-        {"$ref": "#/components/schemas/AutomationEvent", "components": components}
-    )
 
 
 def test_a_footage_edit_reaches_subscriptions_in_order_and_renders_and_3d_do_not(
@@ -69,7 +60,7 @@ def test_a_footage_edit_reaches_subscriptions_in_order_and_renders_and_3d_do_not
         (b["data"]["sequence"], b["event"]) for b in ordered
     ]
     for delivery, body in zip(receiver.deliveries, bodies, strict=True):
-        automation_event().validate(body)
+        schema_validator("AutomationEvent").validate(body)
         assert body["data"]["resourceUrl"] == f"/v1/jobs/{edit['id']}"
         assert body["data"]["projectId"] == "prj_acme_01" and body["workspaceId"]
         headers = delivery.headers
