@@ -36,8 +36,8 @@ def import_asset(call: Call) -> dict[str, Any]:
     )  # fmt: skip
     asset = state.create(call, asset_id, call.body, project_id, job_id)
     job = engine.create_job(
-        call, kind="media-analysis", project_id=project_id, cost=cost["credits"], job_id=job_id,
-        meta={"assetId": asset_id},
+        call.runtime, call.workspace_id, call.now, kind="media-analysis", project_id=project_id,
+        cost=cost["credits"], job_id=job_id, meta={"assetId": asset_id},
     )  # fmt: skip
     return {"asset": state.view(asset), "job": engine.view(job), "cost": cost}
 

@@ -46,14 +46,13 @@ the channel is archived is skipped (*inferred*); the next one is the following d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
 from mockserver.areas.autopilots import state, timing
 from mockserver.areas.jobs import engine
 from mockserver.call import Call
-from mockserver.platform.envelope import iso_z, public
+from mockserver.platform.envelope import public
 from mockserver.platform.errors import ApiError, conflict, not_found
 from mockserver.platform.governance import require_kill_switch_off
 from mockserver.platform.scheduler import ticker
@@ -72,26 +71,6 @@ VIDEO_NOTES = {
     "cancelled": "the render was cancelled: not published",
     "qa_failed": "blocked by a release check (qa_failed): never published",
 }
-
-
-@dataclass
-class Actor:
-    """What the jobs engine reads from a call, for work the clock starts at ``now``."""
-
-    runtime: Runtime
-    workspace_id: str
-    now: datetime
-
-    @property
-    def world(self) -> World:
-        return self.runtime.world
-
-    @property
-    def now_iso(self) -> str:
-        return iso_z(self.now)
-
-    def new_id(self, prefix: str) -> str:
-        return self.world.ids.new(prefix)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -290,10 +269,11 @@ def _fail(run: dict[str, Any], at: float, stage: str, error: str) -> None:
 def start_generating(rt: Runtime, workspace_id: str, run: dict[str, Any], at: float) -> None:
     world = rt.world
     project_id = state.project_for(world, workspace_id, run["channelId"], at)
-    actor = cast(Any, Actor(rt, workspace_id, timing.moment(at)))
     for _ in range(run["videosRequested"]):
         job = engine.create_job(
-            actor,
+            rt,
+            workspace_id,
+            timing.moment(at),
             kind="render",
             project_id=project_id,
             meta={"runId": run["id"], "channelId": run["channelId"], "autopilot": True},
@@ -389,7 +369,6 @@ def start_publishing(rt: Runtime, workspace_id: str, run: dict[str, Any], at: fl
     run["_stage"] = "publishing"
     latest = _latest_posts(run)
     project_id = state.project_for(world, workspace_id, run["channelId"], at)
-    actor = cast(Any, Actor(rt, workspace_id, timing.moment(at)))
     earliest = at + FIRST_POST_DELAY
     for video in run["videos"]:
         if not video["publishable"]:
@@ -403,7 +382,9 @@ def start_publishing(rt: Runtime, workspace_id: str, run: dict[str, Any], at: fl
         when = _slot(world, workspace_id, autopilot, earliest)
         post_id = world.ids.new("pst")
         job = engine.create_job(
-            actor,
+            rt,
+            workspace_id,
+            timing.moment(at),
             kind="publish",
             project_id=project_id,
             meta={"runId": run["id"], "postId": post_id, "videoJobId": video["jobId"]},

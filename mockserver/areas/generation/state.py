@@ -51,8 +51,8 @@ def start_job(
     job_id = call.new_id("job")
     cost = charge(call, work, job_id)
     job = engine.create_job(
-        call, kind=kind, project_id=project_id, cost=cost["credits"], job_id=job_id,
-        callback=callback, meta=work.meta,
+        call.runtime, call.workspace_id, call.now, kind=kind, project_id=project_id,
+        cost=cost["credits"], job_id=job_id, callback=callback, meta=work.meta,
     )  # fmt: skip
     return job, cost
 

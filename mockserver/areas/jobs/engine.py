@@ -113,7 +113,9 @@ def plan(start: float, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def create_job(
-    call: Call,
+    rt: Runtime,
+    workspace_id: str,
+    now: datetime,
     *,
     kind: str,
     project_id: str | None,
@@ -124,18 +126,19 @@ def create_job(
     meta: dict[str, Any] | None = None,
     start_at: float | None = None,
 ) -> dict[str, Any]:
-    """File a new job under a project and schedule it from now.
+    """File a new job under a project of a workspace and schedule it from ``now``.
 
-    ``start_at`` (epoch seconds) keeps the job in its first step (``queued``) until then.
-
-    ``callback`` is ``{"url": ..., "secret": <plain>}`` (sealed here, never stored in clear).
-    ``hold`` (``{"phase": ...}``, by default the kind's) stops the job at
-    ``awaiting_approval`` after its steps, until :func:`resume`.
+    A handler passes its call's runtime, workspace and time; a ticker passes the moment the
+    work fell due. ``callback`` is ``{"url": ..., "secret": <plain>}`` (sealed here, never stored
+    in clear). ``hold`` (``{"phase": ...}``, by default the kind's) stops the job at
+    ``awaiting_approval`` after its steps, until :func:`resume`. ``start_at`` (epoch seconds)
+    keeps the job in its first step (``queued``) until then.
     """
-    settings = kind_settings(call.world, kind)
+    world = rt.world
+    settings = kind_settings(world, kind)
     hold = hold or settings.get("hold")
-    job_id = job_id or call.new_id("job")
-    now = _at(call.now)
+    job_id = job_id or world.ids.new("job")
+    moment = _at(now)
     record: dict[str, Any] = {
         "id": job_id,
         "kind": kind,
@@ -146,15 +149,15 @@ def create_job(
         "progress": 0.0,
         "error": None,
         "cost": cost,
-        "createdAt": call.now_iso,
-        "updatedAt": call.now_iso,
+        "createdAt": iso_z(now),
+        "updatedAt": iso_z(now),
         "completedAt": None,
-        "_plan": plan(now, settings["steps"])
-        if start_at is None or start_at <= now
-        else plan(now, settings["steps"][:1])[:1] + plan(start_at, settings["steps"][1:]),
+        "_plan": plan(moment, settings["steps"])
+        if start_at is None or start_at <= moment
+        else plan(moment, settings["steps"][:1])[:1] + plan(start_at, settings["steps"][1:]),
         "_step": 0,
         "_hold": hold,
-        "_outcome": default_outcome(call.world, kind, job_id),
+        "_outcome": default_outcome(world, kind, job_id),
         "_events": [],
         "_notify": settings.get("notify", False),
         "_callback": None,
@@ -163,11 +166,11 @@ def create_job(
     if callback is not None:
         record["_callback"] = {
             "url": callback["url"],
-            "secret": call.runtime.secrets.seal(callback["secret"]),
+            "secret": rt.secrets.seal(callback["secret"]),
         }
-    call.world.insert(call.workspace_id, "jobs", record)
-    advance_job(call.runtime, call.workspace_id, record, call.now)
-    call.runtime.scheduler.due(record["_plan"][record["_step"]]["at"])
+    world.insert(workspace_id, "jobs", record)
+    advance_job(rt, workspace_id, record, now)
+    rt.scheduler.due(record["_plan"][record["_step"]]["at"])
     return record
 
 
