@@ -6,7 +6,9 @@ price table) and ``workspaces``. A workspace has ``id``, ``slug``, ``name``, ``c
 kept), ``governance``, and any number of record lists (``projects``, ``campaigns``, ...), each
 becoming a collection in file order. Other top-level sections are kept for the areas that read
 them (for example ``catalog``); a value ``{include: FILE}`` is read from a YAML file beside the
-fixtures file.
+fixtures file. The rule sections ``jobs``, ``generation``, ``catalog`` and ``hooks`` default to
+the bundled ones; a capability missing from ``capabilities`` is not offered (503
+``capability_unavailable`` when a call needs it).
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ from typing import Any
 import yaml
 
 from mockserver.platform.auth import hash_key
+from mockserver.resources import fixtures_dir
 from mockserver.world import World
 
 WORKSPACE_FIELDS = ("id", "slug", "name", "credits", "members", "keys", "governance")
+# Sections of rules rather than records: a fixtures file that leaves one out gets the bundled one.
+RULE_SECTIONS = {
+    "jobs": "jobs.yaml",
+    "generation": "generation.yaml",
+    "catalog": "catalog.yaml",
+    "hooks": "hooks.yaml",
+}
 DEFAULT_GOVERNANCE = {"agentConfigLocked": False, "killSwitch": False, "policyReadable": True}
 
 
@@ -36,6 +46,8 @@ def load_fixtures(path: Path) -> dict[str, Any]:
         raise FixtureError(f"cannot read fixtures {path}: {exc}") from exc
     if not isinstance(data, dict) or "workspaces" not in data:
         raise FixtureError(f"{path}: a fixtures file is a mapping with a 'workspaces' list")
+    for section, name in RULE_SECTIONS.items():
+        data.setdefault(section, {"include": str(fixtures_dir() / name)})
     return _includes(data, path.parent)
 
 

@@ -23,9 +23,14 @@ Item = tuple[str, int]  # (capability name, quantity)
 
 
 def capability(world: World, name: str) -> dict[str, Any]:
+    """A capability of the price table; one the deployment does not offer is unavailable."""
     entry = world.data["capabilities"].get(name)
     if entry is None:
-        raise ValueError(f"capability {name!r} is not in the price table")
+        raise ApiError(
+            "capability_unavailable",
+            f"capability {name!r} is not offered by this deployment",
+            details={"capability": name},
+        )
     return entry
 
 

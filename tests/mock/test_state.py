@@ -102,3 +102,40 @@ def test_a_broken_fixtures_file_is_refused_with_a_clear_message(tmp_path: Path):
     path.write_text("just: text\n")
     with pytest.raises(FixtureError, match="workspaces"):
         create_app(replace(TEST_SETTINGS, fixtures=path))
+
+
+def test_a_small_fixtures_file_gets_the_bundled_rules_and_offers_only_its_capabilities(
+    tmp_path: Path,
+):
+    custom = {
+        "capabilities": {"script": {"price": 5, "unit": "script"}},
+        "workspaces": [
+            {
+                "slug": "tiny",
+                "credits": 100,
+                "members": {"zoe": {"role": "owner"}},
+                "keys": [{"key": "sk_tiny", "member": "zoe"}],
+                "projects": [
+                    {"id": "prj_tiny", "title": "Tiny", "mediaType": "video",
+                     "createdAt": "2026-11-20T09:00:00Z", "updatedAt": "2026-11-20T09:00:00Z"}
+                ],
+            }
+        ],
+    }  # fmt: skip
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(custom))
+    with TestClient(
+        create_app(replace(TEST_SETTINGS, fixtures=path)), base_url="http://mock.test"
+    ) as http:
+        api = ApiClient(http)
+        render = api.post(
+            "/v1/video/render", key="sk_tiny", json={"projectId": "prj_tiny", "story": "x"}
+        )
+        assert render.status_code == 503 and render.json()["code"] == "capability_unavailable"
+        remix = api.post(
+            "/v1/video/remix",
+            key="sk_tiny",
+            json={"projectId": "prj_tiny", "sources": [{"transcript": "Hi."}]},
+        )
+        assert remix.status_code == 200, remix.text
+        assert remix.json()["cost"]["credits"] == 5 and remix.json()["job"]["status"] == "queued"
