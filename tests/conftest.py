@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 from starlette.testclient import TestClient
 
 from mockserver.app import MockApp, create_app
 from mockserver.settings import Settings
 from tests.support.client import ApiClient, ControlClient
+from tests.support.serve import Served
 
 TEST_SETTINGS = Settings(clock="manual", seed=7, allow_private_callbacks=True)
 
@@ -43,45 +40,15 @@ def api(asgi_http: TestClient, control: ControlClient) -> ApiClient:
     return ApiClient(asgi_http)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class LiveServer:
-    """A mock served by uvicorn on loopback, in a thread, for tests over real HTTP."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.port = free_port()
-        self.app = create_app(settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.base_url = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the live mock did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
 @pytest.fixture(scope="session")
-def live_server() -> Iterator[LiveServer]:
-    with LiveServer(TEST_SETTINGS) as server:
+def live_server() -> Iterator[Served]:
+    """A mock served over real HTTP (its own instance, for tests that need sockets)."""
+    with Served(create_app(TEST_SETTINGS)) as server:
         yield server
 
 
 @pytest.fixture
-def live(live_server: LiveServer) -> Iterator[tuple[ApiClient, ControlClient]]:
+def live(live_server: Served) -> Iterator[tuple[ApiClient, ControlClient]]:
     """The emulated API over real HTTP, and its control plane, state reset."""
     with httpx.Client(base_url=live_server.base_url, timeout=10) as http:
         control = ControlClient(http)
@@ -91,10 +58,9 @@ def live(live_server: LiveServer) -> Iterator[tuple[ApiClient, ControlClient]]:
 
 @pytest.fixture(scope="session")
 def receiver_server():
-    from tests.support.receiver import ReceiverServer
+    from tests.support.receiver import Receiver
 
-    server = ReceiverServer()
-    with server:
+    with Served(Receiver()) as server:
         yield server
 
 
@@ -102,5 +68,5 @@ def receiver_server():
 def receiver(receiver_server):
     """A webhook receiver on loopback (the test mock allows private callbacks): ``receiver.url``."""
     receiver_server.app.clear()
-    receiver_server.app.url = receiver_server.url
+    receiver_server.app.url = receiver_server.base_url
     return receiver_server.app

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -70,24 +71,34 @@ def test_default_fixtures_hold_what_the_readme_promises(api):
     assert api.get("/v1/capabilities", key="globex").json()["balance"]["credits"] == 1000
 
 
-def test_another_fixtures_file_can_be_loaded(tmp_path: Path):
+def tiny_fixtures(tmp_path: Path, credits: int, clock: str | None = None, **workspace: Any) -> Path:
+    """A fixtures file of one workspace, ``tiny`` (key ``sk_tiny``), offering only ``script``."""
     custom = {
-        "clock": {"start": "2030-01-01T00:00:00Z"},
         "capabilities": {"script": {"price": 5, "unit": "script"}},
         "workspaces": [
             {
                 "slug": "tiny",
-                "credits": 3,
+                "credits": credits,
                 "members": {"zoe": {"role": "owner"}},
                 "keys": [{"key": "sk_tiny", "member": "zoe"}],
-                "products": [
-                    {"id": "prd_only", "name": "Only", "createdAt": "2030-01-01T00:00:00Z"}
-                ],
+                **workspace,
             }
         ],
     }
+    if clock is not None:
+        custom["clock"] = {"start": clock}
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(custom))
+    return path
+
+
+def test_another_fixtures_file_can_be_loaded(tmp_path: Path):
+    path = tiny_fixtures(
+        tmp_path,
+        3,
+        clock="2030-01-01T00:00:00Z",
+        products=[{"id": "prd_only", "name": "Only", "createdAt": "2030-01-01T00:00:00Z"}],
+    )
     with TestClient(
         create_app(replace(TEST_SETTINGS, fixtures=path)), base_url="http://mock.test"
     ) as http:
@@ -107,23 +118,10 @@ def test_a_broken_fixtures_file_is_refused_with_a_clear_message(tmp_path: Path):
 def test_a_small_fixtures_file_gets_the_bundled_rules_and_offers_only_its_capabilities(
     tmp_path: Path,
 ):
-    custom = {
-        "capabilities": {"script": {"price": 5, "unit": "script"}},
-        "workspaces": [
-            {
-                "slug": "tiny",
-                "credits": 100,
-                "members": {"zoe": {"role": "owner"}},
-                "keys": [{"key": "sk_tiny", "member": "zoe"}],
-                "projects": [
-                    {"id": "prj_tiny", "title": "Tiny", "mediaType": "video",
-                     "createdAt": "2026-11-20T09:00:00Z", "updatedAt": "2026-11-20T09:00:00Z"}
-                ],
-            }
-        ],
-    }  # fmt: skip
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(custom))
+    stamp = "2026-11-20T09:00:00Z"
+    project = {"id": "prj_tiny", "title": "Tiny", "mediaType": "video"}
+    project.update(createdAt=stamp, updatedAt=stamp)
+    path = tiny_fixtures(tmp_path, 100, projects=[project])
     with TestClient(
         create_app(replace(TEST_SETTINGS, fixtures=path)), base_url="http://mock.test"
     ) as http:

@@ -1,4 +1,4 @@
-"""A webhook receiver for tests: a small ASGI app served by uvicorn on loopback, in a thread.
+"""A webhook receiver for tests: a small ASGI app, served on loopback with tests.support.serve.
 
 It records every delivery exactly as received (raw body bytes and headers) and answers from a
 script: ``receiver.script([503, 503, 200])`` answers 503 twice then 200; an entry may be a
@@ -8,13 +8,9 @@ script: ``receiver.script([503, 503, 200])`` answers 503 twice then 200; an entr
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
-
-import uvicorn
 
 
 @dataclass
@@ -69,34 +65,3 @@ class Receiver:
         ]
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": b"ok"})
-
-
-class ReceiverServer:
-    def __init__(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.app = Receiver()
-        config = uvicorn.Config(
-            self.app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            timeout_graceful_shutdown=1,
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the receiver did not start")
-            time.sleep(0.01)
-        return self.app
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
