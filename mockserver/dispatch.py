@@ -4,8 +4,10 @@
 (401 and 5xx here; other 4xx after step 5); 4. authentication (401, or the credential store's
 503); 5. the rate limit (429) and the workspace header (403); 6. the body: size (413), content
 type and JSON (400); 7. validation against the contract (400); 8. the key's role (403);
-9. idempotency; 10. the handler; 11. the envelope: ``x-request-id`` and rate-limit headers on
-every response, errors in the standard body.
+9. idempotency; 10. the handler, in one transaction with the encoding of its response (and the
+idempotency entry it leaves): a refusal or a failure at any step undoes every change it made;
+11. the envelope: ``x-request-id`` and rate-limit headers on every response, errors in the
+standard body.
 
 An ApiError raised anywhere leaves through :func:`error_response`; anything else is logged and
 answers 500 ``internal_error``, never a traceback.
@@ -33,6 +35,7 @@ from mockserver.platform.auth import authenticate, check_workspace_slug, require
 from mockserver.platform.envelope import Reply, iso_z, json_response, new_request_id
 from mockserver.platform.errors import ApiError, invalid_request
 from mockserver.platform.idempotency import fingerprint
+from mockserver.platform.jsonbody import JsonReader
 from mockserver.platform.ratelimit import RateState
 from mockserver.platform.validation import MISSING
 from mockserver.registry import Binding
@@ -96,6 +99,7 @@ class Dispatcher:
         self.bindings = bindings
         self.router = Router(runtime.contract.operations)
         self.max_body = int(runtime.contract.limits["maxRequestBodyBytes"])
+        self.json = JsonReader(runtime.contract.limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self.handle(Request(scope, receive))
@@ -162,19 +166,13 @@ class Dispatcher:
                 )
                 key = valid.headers.get(IDEMPOTENCY_HEADER)
                 if key is not None and not rt.defect("replay-creates-again"):
-                    reply, replayed = await rt.idempotency.run(
-                        caller.workspace_id,
-                        key,
-                        fingerprint(op.operation_id, valid.path, None if body is MISSING else body),
-                        lambda: self.execute(binding, call),
+                    print_ = fingerprint(
+                        op.operation_id, valid.path, None if body is MISSING else body
                     )
+                    async with rt.idempotency.slot(caller.workspace_id, key):
+                        response, replayed = await self.transact(binding, call, key, print_)
                 else:
-                    reply = await self.execute(binding, call)
-                response = json_response(reply.status, reply.body, reply.headers)
-                if replayed:
-                    response.headers["Idempotent-Replayed"] = "true"
-                    if rt.defect("replay-charges-twice") and "cost" in reply.body:
-                        call.workspace["credits"] -= reply.body["cost"]["credits"]
+                    response, _ = await self.transact(binding, call)
         except ApiError as error:
             response = error_response(error)
         except Exception:
@@ -215,21 +213,7 @@ class Dispatcher:
             if size > self.max_body:
                 raise self.too_large()
             chunks.append(chunk)
-        raw = b"".join(chunks)
-        if not raw.strip():
-            return MISSING
-        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type != "application/json" and not media_type.endswith("+json"):
-            raise invalid_request(
-                f"send the body as application/json, not {media_type or 'no content type'}",
-                reason="unsupported_media_type",
-            )
-        try:
-            return json.loads(raw, parse_constant=_no_constants)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise invalid_request(
-                f"the body is not valid JSON: {exc}", reason="malformed_json"
-            ) from None
+        return self.json.read(b"".join(chunks), request.headers.get("content-type", ""))
 
     def too_large(self) -> ApiError:
         if self.runtime.defect("no-payload-limit"):
@@ -240,15 +224,43 @@ class Dispatcher:
             details={"maxBytes": self.max_body},
         )
 
+    async def transact(
+        self, binding: Binding, call: Call, key: str | None = None, print_: str = ""
+    ) -> tuple[Response, bool]:
+        """Run the handler as one transaction; its changes are kept once the response is built.
+
+        With an Idempotency-Key, the kept answer is replayed (second element True), or the
+        success is kept in the same transaction. Any exception undoes every change.
+        """
+        rt = self.runtime
+        idempotency = rt.idempotency
+        workspace_id = call.workspace_id
+        with rt.transaction():
+            if key is not None:
+                entry = idempotency.lookup(workspace_id, key, print_)
+                if entry is not None:
+                    if rt.defect("replay-charges-twice"):  # defect:
+                        cost = json.loads(entry["body"]).get("cost")
+                        if cost:
+                            call.workspace["credits"] -= cost["credits"]
+                    response = Response(
+                        entry["body"].encode(),
+                        status_code=entry["status"],
+                        media_type="application/json",
+                        headers={"Idempotent-Replayed": "true"},
+                    )
+                    return response, True
+            reply = await self.execute(binding, call)
+            response = json_response(reply.status, reply.body, reply.headers)
+            if key is not None and 200 <= reply.status < 300:
+                idempotency.remember(workspace_id, key, print_, reply.status, response.body)
+        return response, False
+
     async def execute(self, binding: Binding, call: Call) -> Reply:
         result = binding.func(call)
         if inspect.isawaitable(result):
             result = await result
         return as_reply(result)
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def as_reply(result: Reply | dict[str, Any] | Awaitable[Any]) -> Reply:

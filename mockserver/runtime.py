@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from mockserver import defects
@@ -15,6 +17,7 @@ from mockserver.platform.journal import Journal
 from mockserver.platform.ratelimit import RateLimiter
 from mockserver.platform.scheduler import Scheduler
 from mockserver.platform.secretbox import SecretBox
+from mockserver.platform.transactions import active, transaction
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.settings import Settings
 from mockserver.world import World
@@ -42,6 +45,7 @@ class Runtime:
             lambda: self.world.data["idempotency"],
             self.clock,
             int(limits["idempotencyKeyRetentionSeconds"]),
+            lambda when: self.scheduler.due(when),
         )
         self.secrets = SecretBox()
         self.faults = Faults()
@@ -57,6 +61,28 @@ class Runtime:
     def defect(self, name: str) -> bool:
         """True when the test-only defect ``name`` is switched on (see the conformance tests)."""
         return name in self.settings.defects
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One unit of change: every change to the state inside it is kept, or none is.
+
+        Besides the world's records (platform/transactions.py), a failure also puts back the
+        world itself (a reset or restore replaces it) and the manual clock's time. Joins the
+        transaction already open in this context.
+        """
+        if active() is not None:
+            yield
+            return
+        world = self.world
+        moment = self.clock.now() if isinstance(self.clock, ManualClock) else None
+        try:
+            with transaction():
+                yield
+        except BaseException:
+            self.world = world
+            if moment is not None and self.clock.now() != moment:
+                self.clock.rewind(moment)
+            raise
 
     def reset(self) -> None:
         """State back to the fixtures: records, credits, keys, clock (manual), limits, faults."""

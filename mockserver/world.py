@@ -18,15 +18,18 @@ Keeping the state as plain dicts and lists makes ``GET /_mock/snapshot`` a copy 
 
 Records keep internal fields under keys starting with ``_`` (for example ``_seq``); responses
 leave them out (envelope.public).
+
+The tree is made of tracked containers (platform/transactions.py): every change made inside
+:func:`~mockserver.platform.transactions.transaction` is undone if the transaction fails.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any
 
 from mockserver.platform.ids import IdFactory
+from mockserver.platform.transactions import adopt, plain
 
 
 class World:
@@ -37,12 +40,13 @@ class World:
         seed: int | None = None,
         defects: frozenset[str] = frozenset(),
     ) -> None:
-        self.data = data
-        self.seed = seed
-        self.defects = defects  # test-only (mockserver/defects.py)
-        self.ids = IdFactory(seed, data.setdefault("counters", {}))
+        data.setdefault("counters", {})
         data.setdefault("seq", 0)
         data.setdefault("idempotency", {})
+        self.data: dict[str, Any] = adopt(data)
+        self.seed = seed
+        self.defects = defects  # test-only (mockserver/defects.py)
+        self.ids = IdFactory(seed, self.data["counters"])
 
     # -- workspaces --------------------------------------------------------------------------
 
@@ -89,4 +93,6 @@ class World:
     # -- snapshots ---------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        return copy.deepcopy(self.data)
+        """A deep copy of the state in builtin dicts and lists."""
+        result: dict[str, Any] = plain(self.data)
+        return result

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hmac
 import importlib
 import inspect
-import json
 import logging
 from collections.abc import Callable
 from importlib import resources
@@ -27,7 +26,8 @@ from mockserver.contract import Contract
 from mockserver.dispatch import Router, error_response, request_path
 from mockserver.platform.envelope import json_response, new_request_id
 from mockserver.platform.errors import ApiError, not_found
-from mockserver.platform.validation import MISSING, compile_all
+from mockserver.platform.jsonbody import JsonReader
+from mockserver.platform.validation import compile_all
 from mockserver.runtime import Runtime
 
 log = logging.getLogger("mockserver.control")
@@ -85,6 +85,7 @@ class ControlPlane:
             )
         self.router = Router(self.contract.operations)
         self.validators = compile_all(self.contract)
+        self.json = JsonReader(runtime.contract.limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = await self.handle(Request(scope, receive))
@@ -101,22 +102,16 @@ class ControlPlane:
             else:
                 self.check_token(request.headers.get("authorization"))
                 self.runtime.scheduler.tick()
-                body: Any = MISSING
                 raw = await request.body()
-                if raw.strip():
-                    try:
-                        body = json.loads(raw)
-                    except ValueError as exc:
-                        raise ApiError(
-                            "invalid_request", f"the body is not valid JSON: {exc}"
-                        ) from None
+                body = self.json.read(raw, request.headers.get("content-type", ""))
                 valid = self.validators[op.operation_id].validate(
                     path_params, list(request.query_params.multi_items()), {}, body
                 )
-                result = _CONTROL[op.operation_id](self.runtime, valid)
-                if inspect.isawaitable(result):
-                    result = await result
-                response = json_response(200, {"success": True, **result})
+                with self.runtime.transaction():  # as on the API: all of its changes, or none
+                    result = _CONTROL[op.operation_id](self.runtime, valid)
+                    if inspect.isawaitable(result):
+                        result = await result
+                    response = json_response(200, {"success": True, **result})
         except ApiError as error:
             response = error_response(error)
         except Exception:

@@ -66,6 +66,10 @@ class ManualClock(Clock):
         self._changed()
         return self._now
 
+    def rewind(self, moment: datetime) -> None:
+        """Put the clock back where a failed transaction found it (no listener is told)."""
+        self._now = moment.astimezone(UTC)
+
     def set(self, moment: datetime) -> None:
         """Put the clock at a moment (used when a snapshot is restored)."""
         self._now = moment.astimezone(UTC)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -205,7 +206,10 @@ class DeliveryWorker:
     def _start_due(self) -> list[asyncio.Task[None]]:
         started = []
         for record in self._due():
-            task = asyncio.get_running_loop().create_task(self._attempt(record))
+            # A fresh context: an attempt never joins the transaction of whoever started it.
+            task = asyncio.get_running_loop().create_task(
+                self._attempt(record), context=contextvars.Context()
+            )
             self._in_flight[record["id"]] = task
             task.add_done_callback(lambda _t, key=record["id"]: self._in_flight.pop(key, None))
             started.append(task)
@@ -244,7 +248,8 @@ class DeliveryWorker:
         retry_after: int | None = None
         permanent = False
         if not self._target_live(record):
-            record["state"], record["nextAttemptAt"] = "cancelled", None
+            with rt.transaction():
+                record["state"], record["nextAttemptAt"] = "cancelled", None
             return
         try:
             secret = rt.secrets.open(record["secret"])
@@ -266,6 +271,22 @@ class DeliveryWorker:
             error = f"network error: {type(exc).__name__}"
         latency = round((time.perf_counter() - started) * 1000, 1)
         outcome = self._outcome(status, permanent)
+        with rt.transaction():
+            self._record(record, number, sent_at, status, error, latency, outcome, retry_after)
+
+    def _record(
+        self,
+        record: dict[str, Any],
+        number: int,
+        sent_at: datetime,
+        status: int | None,
+        error: str | None,
+        latency: float,
+        outcome: str,
+        retry_after: int | None,
+    ) -> None:
+        """Write one attempt's result (in a transaction of its own)."""
+        rt = self.rt
         record["attempts"].append(
             {
                 "attempt": number,

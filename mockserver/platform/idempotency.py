@@ -1,26 +1,36 @@
 """Idempotency keys: one logical operation, executed once, replayed on retry.
 
 - Scope: the workspace and the key. The same key with the same request (operation, path and
-  canonical JSON body) replays the first answer, status and body, with no second resource and
-  no second charge.
+  canonical JSON body) replays the first answer, status and body bytes, with no second
+  resource and no second charge.
 - The same key with a different request answers ``409 conflict``, ``details.reason``
   ``idempotency_key_reused`` (inferred).
-- Only successes are kept: a failed call does not hold its key.
-- Concurrent requests with one key execute once: later ones wait for the first to finish.
-- Kept for ``x-limits.idempotencyKeyRetentionSeconds`` on the mock clock (inferred).
+- Only successes are kept, and only when their transaction commits: a failed call does not
+  hold its key (the entry is written inside the request's transaction).
+- Concurrent requests with one key execute once: later ones wait in :meth:`Idempotency.slot`
+  for the first to finish, then replay it.
+- Kept for ``x-limits.idempotencyKeyRetentionSeconds`` on the mock clock (inferred), then
+  swept by :meth:`Idempotency.sweep` (a scheduler ticker), so memory stays bounded by the
+  keys of the last retention period.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from mockserver.platform.clock import Clock
-from mockserver.platform.envelope import Reply
 from mockserver.platform.errors import conflict
+from mockserver.platform.scheduler import ticker
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from mockserver.runtime import Runtime
 
 
 def fingerprint(operation_id: str, path_params: dict[str, Any], body: Any) -> str:
@@ -29,54 +39,75 @@ def fingerprint(operation_id: str, path_params: dict[str, Any], body: Any) -> st
 
 
 class Idempotency:
-    def __init__(self, store: Callable[[], dict[str, Any]], clock: Clock, retention: int) -> None:
+    def __init__(
+        self,
+        store: Callable[[], dict[str, Any]],
+        clock: Clock,
+        retention: int,
+        due: Callable[[float], None],
+    ) -> None:
         self._store = store  # the world's "idempotency" section (replaced with the world)
         self._clock = clock
         self._retention = retention
+        self._due = due  # tells the scheduler when a kept answer will need sweeping
         self._in_flight: dict[tuple[str, str], asyncio.Future[None]] = {}
 
-    def _lookup(self, workspace_id: str, key: str) -> dict[str, Any] | None:
-        entries = self._store().get(workspace_id, {})
-        entry = entries.get(key)
-        if entry and entry["expiresAt"] <= self._clock.timestamp():
-            del entries[key]
-            return None
-        return entry
-
-    async def run(
-        self,
-        workspace_id: str,
-        key: str,
-        print_: str,
-        execute: Callable[[], Awaitable[Reply]],
-    ) -> tuple[Reply, bool]:
-        """Execute once per (workspace, key); returns the reply and whether it was a replay."""
+    @contextlib.asynccontextmanager
+    async def slot(self, workspace_id: str, key: str) -> AsyncIterator[None]:
+        """Hold (workspace, key) while one request executes; others with it wait their turn."""
         slot = (workspace_id, key)
-        while True:
-            entry = self._lookup(workspace_id, key)
-            if entry is not None:
-                if entry["fingerprint"] != print_:
-                    raise conflict(
-                        "this Idempotency-Key was used for a different request",
-                        reason="idempotency_key_reused",
-                    )
-                return Reply(entry["status"], entry["body"]), True
-            waiting = self._in_flight.get(slot)
-            if waiting is None:
-                break
+        while (waiting := self._in_flight.get(slot)) is not None:
             await asyncio.shield(waiting)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._in_flight[slot] = done
         try:
-            reply = await execute()
-            if 200 <= reply.status < 300:
-                self._store().setdefault(workspace_id, {})[key] = {
-                    "fingerprint": print_,
-                    "status": reply.status,
-                    "body": reply.body,
-                    "expiresAt": self._clock.timestamp() + self._retention,
-                }
-            return reply, False
+            yield
         finally:
             del self._in_flight[slot]
             done.set_result(None)
+
+    def lookup(self, workspace_id: str, key: str, print_: str) -> dict[str, Any] | None:
+        """The kept answer to replay, None to execute; 409 for a key reused on another request."""
+        entries = self._store().get(workspace_id, {})
+        entry = entries.get(key)
+        if entry is None or entry["expiresAt"] <= self._clock.timestamp():
+            return None
+        if entry["fingerprint"] != print_:
+            raise conflict(
+                "this Idempotency-Key was used for a different request",
+                reason="idempotency_key_reused",
+            )
+        return entry
+
+    def remember(self, workspace_id: str, key: str, print_: str, status: int, body: bytes) -> None:
+        """Keep a success's answer (call inside the request's transaction)."""
+        expires = self._clock.timestamp() + self._retention
+        self._store().setdefault(workspace_id, {})[key] = {
+            "fingerprint": print_,
+            "status": status,
+            "body": body.decode(),
+            "expiresAt": expires,
+        }
+        self._due(expires)
+
+    def sweep(self) -> float | None:
+        """Forget expired entries; answers when the next one expires (or None)."""
+        now = self._clock.timestamp()
+        upcoming: float | None = None
+        store = self._store()
+        for workspace_id in list(store):
+            entries = store[workspace_id]
+            expired = [key for key, entry in entries.items() if entry["expiresAt"] <= now]
+            for key in expired:
+                del entries[key]
+            if not entries:
+                del store[workspace_id]
+                continue
+            soonest = min(entry["expiresAt"] for entry in entries.values())
+            upcoming = soonest if upcoming is None else min(upcoming, soonest)
+        return upcoming
+
+
+@ticker("idempotency-sweep")
+def _sweep(rt: Runtime, now: datetime) -> float | None:
+    return rt.idempotency.sweep()

@@ -5,7 +5,8 @@ moment and answers when it next has something to do (an epoch second), or None. 
 runs the tickers whenever time may have moved: before each API request, whenever the manual
 clock is advanced, and about once a second for the real clock. Because tickers apply every
 transition that fell due, in order and stamped with the moment it fell due, advancing the
-manual clock by an hour gives the same history as living through that hour.
+manual clock by an hour gives the same history as living through that hour. A tick is a
+transaction: a ticker that fails leaves the state as it was before the tick.
 """
 
 from __future__ import annotations
@@ -49,10 +50,11 @@ class Scheduler:
         self._running = True
         try:
             upcoming: list[float] = []
-            for func in list(_TICKERS.values()):
-                when = func(self.runtime, now)
-                if when is not None:
-                    upcoming.append(when)
+            with self.runtime.transaction():  # its own, or the caller's when one is open
+                for func in list(_TICKERS.values()):
+                    when = func(self.runtime, now)
+                    if when is not None:
+                        upcoming.append(when)
             self.next_due = min(upcoming) if upcoming else None
         finally:
             self._running = False

@@ -71,6 +71,26 @@ def test_keys_expire_after_their_retention(api, control):
     assert later.json()["product"]["id"] != first.json()["product"]["id"]
 
 
+def test_expired_keys_are_swept_from_the_state(api, control):
+    """Memory stays bounded: kept answers leave the state when they expire, used again or not."""
+    from mockserver.contract import default_contract
+
+    retention = default_contract().limits["idempotencyKeyRetentionSeconds"]
+
+    def kept() -> set[str]:
+        sections = control.call("GET", "/snapshot")["snapshot"]["idempotency"]
+        return {key for entries in sections.values() for key in entries}
+
+    api.post("/v1/products", json={"name": "P0"}, headers={"Idempotency-Key": "k0"})
+    control.advance(retention / 2)
+    api.post("/v1/products", json={"name": "P1"}, headers={"Idempotency-Key": "k1"})
+    assert kept() == {"k0", "k1"}
+    control.advance(retention / 2)  # k0 is a full retention old: swept as the clock moves
+    assert kept() == {"k1"}
+    control.advance(retention)
+    assert kept() == set()
+
+
 def test_fifty_concurrent_same_key_creates_make_one_project_through_asgi(mock_app, api):
     before = len(projects(api))
 
