@@ -6,6 +6,21 @@ A charge is all or nothing: it is refused before anything is written when the ke
 spend (403 ``forbidden``), a capability is unavailable (503 ``capability_unavailable``), a budget
 policy caps the member (402 ``budget_capped``) or the balance is short (402
 ``insufficient_credits``, with the price, balance and shortfall in ``details``).
+
+Capabilities come first. Anything ``GET /v1/capabilities`` reports unavailable (or does not offer)
+answers ``503 capability_unavailable``, never ``404``; so every paid handler calls
+:func:`require_capabilities` with the capabilities its request needs right after the body's own
+checks (400) and before any lookup that could answer ``404`` (its project, source job or asset),
+then runs its other checks and the charge. Only the capabilities this request would use are checked
+(a remix from transcripts alone needs ``script``, or ``scene-plan`` for scenes, and is not refused
+while ``video-analysis`` is down). When what a request needs depends on what a lookup finds, the
+handler refuses before the lookup only when the request would be refused whatever the lookup finds,
+i.e. every outcome needs some capability that is unavailable (so an unknown id answers 503, as the
+interface document requires); otherwise it looks up first (an unknown id is ``404``: nothing says
+the request would have used the unavailable capability) and checks what the found outcome needs
+before its other checks. The one such operation today reduces to the plain check: an approval of a
+footage edit costs ``video-render`` as a first approval and as a re-cut alike (generation/work.py
+``APPROVAL_ITEMS``), so ``video-render`` is checked before the edit job is looked up.
 """
 
 from __future__ import annotations
@@ -43,6 +58,13 @@ def require_available(world: World, name: str) -> dict[str, Any]:
             details={"capability": name},
         )
     return entry
+
+
+def require_capabilities(world: World, items: Sequence[Item]) -> None:
+    """503 ``capability_unavailable`` for the first of the items' capabilities that is not
+    available now; a paid handler calls this before any lookup that could answer 404."""
+    for name, _quantity in items:
+        require_available(world, name)
 
 
 def quote(world: World, items: Sequence[Item]) -> list[dict[str, Any]]:

@@ -26,12 +26,14 @@ def list_assets(call: Call) -> dict[str, Any]:
 @handler("importAsset")
 def import_asset(call: Call) -> dict[str, Any]:
     check_fetch_url(call, call.body["url"], field="url")
+    items = [(state.CAPABILITY, 1)]
+    credits.require_capabilities(call.world, items)  # before the project: 503, never 404
     project_id = None
     if "projectId" in call.body:
         project_id = get_project(call, call.body["projectId"])["id"]
     asset_id, job_id = call.new_id("ast"), call.new_id("job")
     cost = credits.charge(
-        call.world, call.caller, [(state.CAPABILITY, 1)],
+        call.world, call.caller, items,
         operation_id=call.operation.operation_id, now=call.now, resource_id=asset_id,
     )  # fmt: skip
     asset = state.create(call, asset_id, call.body, project_id, job_id)

@@ -4,12 +4,12 @@ The rules, in one place:
 
 - Import requires ``Idempotency-Key`` (the contract: else ``400 invalid_request``, before any
   charge). ``url`` is fetched by the service, so it is held to the fetch rules
-  (callbacks.check_fetch_url: HTTPS, no literal private address; ``400``); a ``projectId``
-  that is not the workspace's answers ``404 not_found``. Then one ``media-analysis`` charge
-  (402/403/503 from credits.py, nothing created) and, in the same step, the asset
-  (``status: analysing``) and its ``media-analysis`` job, whose events reach webhook
-  subscriptions through the jobs engine. A retry with the same key replays the first answer:
-  one asset, one charge.
+  (callbacks.check_fetch_url: HTTPS, no literal private address; ``400``); then ``media-analysis``
+  must be available (``503 capability_unavailable``, checked before the project, credits.py); a
+  ``projectId`` that is not the workspace's answers ``404 not_found``. Then one ``media-analysis``
+  charge (402/403 from credits.py, nothing created) and, in the same step, the asset (``status:
+  analysing``) and its ``media-analysis`` job, whose events reach webhook subscriptions through the
+  jobs engine. A retry with the same key replays the first answer: one asset, one charge.
 - The asset's status follows its job on the mock clock: ``ready`` when the job is ``done``
   (with ``durationSeconds``), ``failed`` when it failed, was blocked or was cancelled. A ticker
   brings stored assets up to date after the jobs ticker, and every read syncs the asset it

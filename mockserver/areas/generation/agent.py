@@ -10,6 +10,8 @@
 - Each step is then checked and priced by the very function its operation uses (work.py), so a
   remix step with several url sources costs one ``video-analysis`` per url, a url longer than
   the limit is refused, and a footage step's own ``maxCredits`` still applies.
+- Every capability any step needs is checked available before the run's project is looked up
+  (credits.py): an unavailable one answers ``503 capability_unavailable``, never ``404``.
 - ``maxCredits`` is checked against each step's price before anything runs: a step above it
   answers ``409 conflict`` (``step_price_above_max_credits``, with the step index, its
   operation, its price and the cap) and nothing is charged.
@@ -66,6 +68,11 @@ def plan(call: Call) -> list[dict[str, Any]]:
         work = WORK[operation](call, arguments, f"steps/{index}/arguments/")
         planned.append({"operation": operation, "work": work})
     return planned
+
+
+def needs(planned: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Every step's capability items, in order (checked available before the project)."""
+    return [item for step in planned for item in step["work"].items]
 
 
 def price(call: Call, planned: list[dict[str, Any]]) -> Work:

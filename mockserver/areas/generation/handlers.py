@@ -1,8 +1,9 @@
 """Generation operations: film outlines, renders, edits, footage, remixes, 3D and agent runs.
 
-Thin handlers: the rules are in state.py (order of checks, charge and job in one step),
-work.py (each operation's checks and price), proposals.py (footage-edit proposals), agent.py
-(agent runs), media.py (video lengths) and outline.py (film outlines).
+Thin handlers: the rules are in state.py (order of checks, charge and job in one step; the
+capabilities a request needs are checked before its project or edit job is looked up, see
+credits.py), work.py (each operation's checks and price), proposals.py (footage-edit proposals),
+agent.py (agent runs), media.py (video lengths) and outline.py (film outlines).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from typing import Any
 
 from mockserver.areas.generation import agent, proposals, state
 from mockserver.areas.generation.outline import film_outline
-from mockserver.areas.generation.work import WORK, approval_work, priced
+from mockserver.areas.generation.work import APPROVAL_ITEMS, WORK, approval_work, priced
 from mockserver.areas.jobs import engine
 from mockserver.call import Call
+from mockserver.platform import credits
 from mockserver.platform.callbacks import requested_callback
 from mockserver.registry import handler
 
@@ -32,6 +34,7 @@ async def start(call: Call) -> dict[str, Any]:
     operation_id = call.operation.operation_id
     callback = await requested_callback(call)
     work = WORK[operation_id](call, call.body, "")
+    credits.require_capabilities(call.world, work.items)
     project_id = state.filed_project(call)
     job, cost = state.start_job(
         call, work, kind=JOB_KINDS[operation_id], project_id=project_id, callback=callback
@@ -47,6 +50,7 @@ for _operation_id in JOB_KINDS:
 def create_film_outline(call: Call) -> dict[str, Any]:
     """The outline, answered directly (no job); charged one ``film-outline``."""
     work = WORK["createFilmOutline"](call, call.body, "")
+    credits.require_capabilities(call.world, work.items)
     project_id = state.filed_project(call)
     priced(call, work)
     outline_id = call.new_id("out")
@@ -60,6 +64,7 @@ def create_film_outline(call: Call) -> dict[str, Any]:
 def create_agent_run(call: Call) -> dict[str, Any]:
     """Every step checked and priced against ``maxCredits`` first; then one charged job."""
     planned = agent.plan(call)
+    credits.require_capabilities(call.world, agent.needs(planned))
     project_id = state.filed_project(call)
     work = agent.price(call, planned)
     job, cost = state.start_job(call, work, kind="agent-run", project_id=project_id)
@@ -69,6 +74,7 @@ def create_agent_run(call: Call) -> dict[str, Any]:
 @handler("approveVideoEdit")
 def approve_video_edit(call: Call) -> dict[str, Any]:
     """First approval (the edit renders) or a re-cut (a new render); proposals.py."""
+    credits.require_capabilities(call.world, APPROVAL_ITEMS)  # the same for both, before lookup
     edit = proposals.edit_job(call, call.body["jobId"])
     action = proposals.check_approval(call, edit, call.body.get("expectedGeneration"))
     if action == proposals.FIRST_APPROVAL:

@@ -19,6 +19,9 @@ are derived from. The rules:
   proposes new ones. ``after`` counts the cuts already read; ``page.nextAfter`` is null at the end.
 - ``POST /v1/video/edit/approve`` (all refusals come before any charge):
 
+  - ``video-render`` unavailable: ``503 capability_unavailable``, before the edit job is looked
+    up (a first approval and a re-cut both need it; credits.py), so never ``404``;
+  - an unknown job, or one that is not a footage edit: ``404 not_found``;
   - the edit job cancelled, or the current render cancelled: ``400`` ``cut_cancelled``;
   - ``awaiting_review`` and ``expectedGeneration`` omitted: the first approval, when the job
     holds at ``awaiting_approval`` (still analysing: ``400`` ``proposal_not_ready``; the edit

@@ -4,9 +4,11 @@ Every generation call names its project; a project the workspace does not own an
 ``404 not_found`` and the work is never filed elsewhere. A call is priced from the capability
 table (work.py, credits.py) and charged in the same synchronous step that creates its job, so a
 refused call (400, 402, 403, 404, 409, 503) creates nothing and charges nothing. The checks run
-in this order: the callback url (400), the body's own rules (400, work.py), the project (404),
-the live price (503 ``capability_unavailable``; 409 above a ``maxCredits``), then the charge
-(403 for a viewer, 402 ``budget_capped`` / ``insufficient_credits``).
+in this order: the callback url (400), the body's own rules (400, work.py), the capabilities
+this request needs (503 ``capability_unavailable``, credits.require_capabilities: before any
+lookup, so an unavailable capability never answers 404), the project (404; an approval's edit
+job), the live price (409 above a ``maxCredits``), then the charge (403 for a viewer, 402
+``budget_capped`` / ``insufficient_credits``).
 
 A job's ``cost`` is every credit charged for it (a footage edit's ``video-edit`` plus the
 ``video-render`` of its first approval); a response's ``cost`` is what that call charged.

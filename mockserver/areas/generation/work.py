@@ -12,8 +12,8 @@ Pricing, from the live capability table (credits.py):
 
 - ``createFilmOutline``: one ``film-outline``; ``renderVideo``: one ``video-render``;
   ``editVideo``: one ``video-edit``; ``createModelFromText`` / ``createModelFromImage``: one
-  ``3d-from-text`` / ``3d-from-image``; ``approveVideoEdit`` (:func:`approval_work`): one
-  ``video-render``, for the first approval and for each re-cut alike.
+  ``3d-from-text`` / ``3d-from-image``; ``approveVideoEdit`` (:func:`approval_work`,
+  ``APPROVAL_ITEMS``): one ``video-render``, for the first approval and for each re-cut alike.
 - ``createFootage``: ``footage`` per second of ``durationSeconds``; a price above the call's
   ``maxCredits`` answers ``409 conflict`` (``price_above_max_credits``) and charges nothing.
 - ``remixVideo`` (:func:`remix_items`): with any url source, one ``video-analysis`` per url
@@ -143,9 +143,14 @@ def model_from_image_work(call: Call, body: dict[str, Any], at: str = "") -> Wor
     return Work([("3d-from-image", 1)], meta={"imageUrl": body["imageUrl"]})
 
 
+# What every approval costs, first or re-cut: known before the edit job is looked up.
+APPROVAL_ITEMS: tuple[Item, ...] = (("video-render", 1),)
+
+
 def approval_work(edit_job_id: str, generation: int) -> Work:
     """A footage edit's render: its first approval (generation 0) or a re-cut."""
-    return Work([("video-render", 1)], meta={"editJobId": edit_job_id, "generation": generation})
+    meta = {"editJobId": edit_job_id, "generation": generation}
+    return Work(list(APPROVAL_ITEMS), meta=meta)
 
 
 Prepare = Callable[[Call, dict[str, Any], str], Work]
