@@ -7,14 +7,29 @@ rule: where (``location``), which field (``path``, a JSON Pointer), the rule (``
 Schema keyword, or ``unknownField``) and a ``message``. Query parameters the operation does not
 declare are refused (``x-limits.unknownQueryParameters``). Defaults the contract declares are
 filled in after validation.
+
+- Integer parameters accept any text of ASCII digits (an optional ``-`` first); a value outside
+  ``x-limits.integerRange`` is refused with the rule ``integerRange``, and a number a double
+  cannot hold (``1e400``) with ``numberRange``, both ``details.reason`` ``number_out_of_range``
+  (``x-limits.unrepresentableInput``). Nothing is turned into infinity, and no text is handed
+  to ``int()`` unbounded.
+- Secret fields (``x-secret: true``, found once per operation by walking its body schema) are
+  never quoted: an error at a secret, inside one, or at an object or array that holds one (the
+  body itself included) gets a message that names the field and the rule, built from the rule's
+  own limit, never from the value. The secrets a request carries are also scrubbed from the
+  messages by text, as a second line of defence.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import jsonschema_rs
@@ -23,28 +38,206 @@ from mockserver.contract import Contract, Operation
 from mockserver.platform.errors import ApiError
 
 MISSING: Any = object()
-INTEGER = re.compile(r"-?\d{1,18}")
-NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
+INTEGER = re.compile(r"-?[0-9]+")
+NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+INT64 = (-(2**63), 2**63 - 1)
+RANGE_RULES = ("integerRange", "numberRange")
+REDACTED = "[secret]"
+# A secret pattern's segment that matches any array index or object key.
+ANY: Any = None
 
 
 def _pointer(parts: list[Any]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def _describe(error: Any, location: str, prefix: list[Any]) -> dict[str, str]:
-    """One jsonschema-rs error as the contract's field-level detail."""
-    path = prefix + list(error.instance_path)
+def _describe(
+    error: Any, location: str, prefix: list[Any], secrets: Secrets | None = None
+) -> dict[str, str]:
+    """One jsonschema-rs error as the contract's field-level detail (secrets never quoted)."""
+    at = list(error.instance_path)
+    path = prefix + at
     keywords = [p for p in error.schema_path if isinstance(p, str)]
     rule = keywords[-1] if keywords else "schema"
     message = error.message
     if "NoUnknownFields" in keywords:
         rule = "unknownField"
         message = f"unknown field {path[-1]!r}" if path else "unknown field"
-    elif rule in ("required", "dependentRequired"):
-        missing = getattr(error.kind, "property", None)
-        if missing is not None:
-            path = [*path, missing]
+    else:
+        if rule in ("required", "dependentRequired"):
+            missing = getattr(error.kind, "property", None)
+            if missing is not None:
+                path = [*path, missing]
+        if secrets is not None:
+            message = secrets.message(error, rule, at, message)
     return {"location": location, "path": _pointer(path), "rule": rule, "message": message}
+
+
+def _rule_text(error: Any) -> str | None:
+    """What the broken rule asks for, from the rule's own values, never from the instance."""
+    kind = error.kind
+    name = type(kind).__name__
+    limit = getattr(kind, "limit", None)
+    bounded = {
+        "MinLength": "must be at least {} characters",
+        "MaxLength": "must be at most {} characters",
+        "MinItems": "must have at least {} items",
+        "MaxItems": "must have at most {} items",
+        "MinProperties": "must have at least {} properties",
+        "MaxProperties": "must have at most {} properties",
+        "Minimum": "must be at least {}",
+        "Maximum": "must be at most {}",
+        "ExclusiveMinimum": "must be more than {}",
+        "ExclusiveMaximum": "must be less than {}",
+    }
+    if name in bounded and limit is not None:
+        return bounded[name].format(limit)
+    if name == "Type":
+        types = getattr(kind, "types", None) or []
+        return "must be of type " + " or ".join(str(t) for t in types) if types else None
+    if name == "Pattern":
+        return f"must match the pattern {getattr(kind, 'pattern', '')}"
+    if name == "Format":
+        return f"must be a valid {getattr(kind, 'format', 'value')}"
+    if name == "Required":
+        return f"must have the property {getattr(kind, 'property', '')!r}"
+    fixed = {
+        "UniqueItems": "must not repeat an item",
+        "Enum": "must be one of the allowed values",
+        "Constant": "must be the one allowed value",
+        "MultipleOf": "must be a multiple of the allowed step",
+        "FalseSchema": "is not allowed",
+    }
+    return fixed.get(name)
+
+
+# Kinds whose message names only schema values or keys, never the instance's values.
+_QUOTES_NO_VALUE = frozenset({"Required", "AdditionalProperties", "UnevaluatedProperties"})
+
+
+def _matches(pattern: tuple[Any, ...], path: list[Any]) -> bool:
+    return all(p is ANY or p == s for p, s in zip(pattern, path, strict=False))
+
+
+def _holds_name(instance: Any, names: frozenset[str]) -> bool:
+    """True when an object or array holds, at any depth, a key named like a secret field."""
+    stack = [instance]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if names.intersection(node):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+@dataclass(frozen=True)
+class Secrets:
+    """The secret fields of a request body, read once from the contract's ``x-secret`` marks.
+
+    ``patterns`` are the JSON Pointers of the body's secret fields, as tuples whose ``ANY``
+    segments match any array index or key; ``names`` are the names of every secret field of the
+    contract (for a belt-and-braces check of values a body schema does not declare).
+    """
+
+    patterns: tuple[tuple[Any, ...], ...] = ()
+    names: frozenset[str] = frozenset()
+
+    def field_at(self, path: list[Any]) -> tuple[Any, ...] | None:
+        """The secret field a path is at or inside, if any."""
+        for pattern in self.patterns:
+            if len(path) >= len(pattern) and _matches(pattern, path):
+                return pattern
+        return None
+
+    def holds(self, path: list[Any]) -> bool:
+        """True when a path is an object or array a secret field sits under (the body, too)."""
+        return any(len(path) < len(p) and _matches(p, path) for p in self.patterns)
+
+    def message(self, error: Any, rule: str, path: list[Any], message: str) -> str:
+        """The error's message, or one naming the field and rule when it could quote a secret."""
+        secret = self.field_at(path)
+        text = _rule_text(error)
+        if secret is not None:
+            name = next((s for s in reversed(secret) if isinstance(s, str)), _pointer(path))
+            inside = "" if len(path) == len(secret) else f" (at {_pointer(path)})"
+            return f"{name}{inside}: {text or f'does not satisfy {rule}'}"
+        if type(error.kind).__name__ in _QUOTES_NO_VALUE:
+            return message
+        if self.holds(path) or _holds_name(error.instance, self.names):
+            where = f"the value at {_pointer(path)}" if path else "the body"
+            return f"{where} does not satisfy {rule}" + (f": {text}" if text else "")
+        return message
+
+    def values(self, body: Any) -> list[str]:
+        """Every string a body carries at or under a secret field, longest first."""
+        found: set[str] = set()
+        stack: list[tuple[Any, list[Any], bool]] = [(body, [], False)]
+        while stack:  # iterative: a body may nest deeper than Python's recursion limit
+            node, path, secret = stack.pop()
+            secret = secret or self.field_at(path) is not None
+            if isinstance(node, str):
+                if secret and len(node) >= 4:
+                    found.add(node)
+            elif isinstance(node, dict):
+                stack.extend((v, [*path, k], secret or k in self.names) for k, v in node.items())
+            elif isinstance(node, list):
+                stack.extend((v, [*path, i], secret) for i, v in enumerate(node))
+        return sorted(found, key=len, reverse=True)
+
+    def scrub(self, errors: list[dict[str, str]], body: Any) -> None:
+        """Replace any secret of the body still found in a message (escaped or not)."""
+        values = self.values(body) if errors else []
+        for value in values:
+            forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+            for error in errors:
+                for form in forms:
+                    if form in error["message"]:
+                        error["message"] = error["message"].replace(form, REDACTED)
+
+
+class _OutOfRange(Exception):
+    """A parameter's number the service does not represent."""
+
+    def __init__(self, rule: str, text: str) -> None:
+        super().__init__(text)
+        self.rule = rule
+        self.text = text
+
+
+def _range_text(low: int, high: int) -> str:
+    for bits in (8, 16, 32, 53, 63, 64, 128):
+        if low == -(2**bits) and high == 2**bits - 1:
+            return f"-2^{bits} to 2^{bits}-1 ({low} to {high})"
+    return f"{low} to {high}"
+
+
+def _integer(text: str, bounds: tuple[int, int]) -> int:
+    """An integer text read safely: never more digits to ``int()`` than the range has."""
+    low, high = bounds
+    negative = text.startswith("-")
+    digits = text.lstrip("-").lstrip("0") or "0"
+    if len(digits) <= max(len(str(abs(low))), len(str(abs(high)))):
+        value = -int(digits) if negative else int(digits)
+        if low <= value <= high:
+            return value
+    raise _OutOfRange("integerRange", f"must be an integer from {_range_text(low, high)}")
+
+
+def _number(text: str, bounds: tuple[int, int]) -> int | float:
+    """A number text as a double; one a double cannot hold is refused, never infinity."""
+    number = float(text)  # any length; too large gives inf, too small 0.0
+    if math.isinf(number):
+        raise _OutOfRange(
+            "numberRange",
+            f"must be a number an IEEE 754 double holds (magnitude at most {sys.float_info.max!r})",
+        )
+    low, high = bounds
+    if number.is_integer() and "." not in text and low <= number <= high:
+        return int(number)
+    return number
 
 
 @dataclass
@@ -72,13 +265,14 @@ class Parameter:
     kind: str  # how a text value is read: integer, number, boolean or string
     default: Any
     validator: Any
+    integer_range: tuple[int, int] = INT64
 
     def coerce(self, text: str) -> Any:
+        """The value of a text, typed as the schema reads it (raises _OutOfRange)."""
         if self.kind == "integer" and INTEGER.fullmatch(text):
-            return int(text)
+            return _integer(text, self.integer_range)
         if self.kind == "number" and NUMBER.fullmatch(text):
-            number = float(text)
-            return int(number) if number.is_integer() and "." not in text else number
+            return _number(text, self.integer_range)
         if self.kind == "boolean" and text in ("true", "false"):
             return text == "true"
         return text
@@ -95,9 +289,11 @@ class Validated:
 class OperationValidator:
     """The compiled validators of one operation."""
 
-    def __init__(self, contract: Contract, operation: Operation) -> None:
+    def __init__(
+        self, contract: Contract, operation: Operation, compiler: _Compiler | None = None
+    ) -> None:
         self.operation = operation
-        self._compiler = _Compiler(contract)
+        self._compiler = compiler or _Compiler(contract)
         self.parameters: dict[str, dict[str, Parameter]] = {"path": {}, "query": {}, "header": {}}
         for raw in operation.parameters:
             param = contract.resolve(raw)
@@ -108,10 +304,12 @@ class OperationValidator:
         self.accepts_body = body is not None
         self.body_validator = None
         self.body_defaults = Defaults()
+        self.secrets = Secrets(names=self._compiler.secret_names)
         if body is not None:
             schema = contract.resolve(body)["content"]["application/json"]["schema"]
             self.body_validator = self._compiler.validator(schema)
             self.body_defaults = self._compiler.defaults(schema)
+            self.secrets = Secrets(self._compiler.secret_patterns(schema), self.secrets.names)
 
     def validate(
         self,
@@ -137,12 +335,21 @@ class OperationValidator:
                     }
                 )
         elif self.body_validator is not None:
-            errors.extend(_describe(e, "body", []) for e in self.body_validator.iter_errors(body))
+            found = [
+                _describe(e, "body", [], self.secrets)
+                for e in self.body_validator.iter_errors(body)
+            ]
+            self.secrets.scrub(found, body)
+            errors.extend(found)
         if errors:
+            unrepresentable = any(e["rule"] in RANGE_RULES for e in errors)
             raise ApiError(
                 "invalid_request",
                 "the request does not match the contract: " + errors[0]["message"],
-                details={"reason": "schema", "errors": errors},
+                details={
+                    "reason": "number_out_of_range" if unrepresentable else "schema",
+                    "errors": errors,
+                },
             )
         if body is not MISSING and body is not None:
             self.body_defaults.fill(body)
@@ -178,12 +385,23 @@ class OperationValidator:
                 )
                 continue
             seen.add(name)
-            value = param.coerce(text)
+            try:
+                value = param.coerce(text)
+            except _OutOfRange as refused:
+                errors.append(
+                    {
+                        "location": location,
+                        "path": _pointer([name]),
+                        "rule": refused.rule,
+                        "message": f"{location} parameter {name!r} {refused.text}",
+                    }
+                )
+                continue
             found = [_describe(e, location, [name]) for e in param.validator.iter_errors(value)]
             errors.extend(found)
             values[param.name] = value
-        for param in declared.values():
-            if param.name in values:
+        for key, param in declared.items():
+            if param.name in values or key in seen:
                 continue
             if param.required:
                 errors.append(
@@ -206,6 +424,62 @@ class _Compiler:
         self.contract = contract
         self.components = contract.document["components"]
 
+    @cached_property
+    def integer_range(self) -> tuple[int, int]:
+        """``x-limits.integerRange``; a contract without one (the control plane's): 64-bit."""
+        try:
+            low, high = self.contract.limits["integerRange"]
+        except KeyError:
+            return INT64
+        return int(low), int(high)
+
+    @cached_property
+    def secret_names(self) -> frozenset[str]:
+        """The name of every secret field of any request body of the contract."""
+        names: set[str] = set()
+        for op in self.contract.operations.values():
+            body = op.definition.get("requestBody")
+            if body is None:
+                continue
+            schema = self.contract.resolve(body).get("content", {}).get("application/json", {})
+            for pattern in self.secret_patterns(schema.get("schema", {})):
+                names.update([s for s in pattern if isinstance(s, str)][-1:])
+        return frozenset(names)
+
+    def secret_patterns(self, schema: Any) -> tuple[tuple[Any, ...], ...]:
+        """The JSON Pointers (``ANY`` for any index or key) of the fields marked ``x-secret``."""
+        found: dict[tuple[Any, ...], None] = {}
+        self._walk_secrets(schema, (), found, frozenset())
+        return tuple(found)
+
+    def _walk_secrets(
+        self,
+        schema: Any,
+        at: tuple[Any, ...],
+        found: dict[tuple[Any, ...], None],
+        refs: frozenset[str],
+    ) -> None:
+        if not isinstance(schema, dict):
+            return
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/") and ref not in refs:
+            self._walk_secrets(self.contract.pointer(ref), at, found, refs | {ref})
+        if schema.get("x-secret") is True:
+            found[at] = None
+        for key in ("allOf", "anyOf", "oneOf", "prefixItems"):
+            for index, part in enumerate(schema.get(key, [])):
+                self._walk_secrets(part, (*at, index) if key == "prefixItems" else at, found, refs)
+        for key in ("if", "then", "else"):
+            self._walk_secrets(schema.get(key), at, found, refs)
+        for part in schema.get("dependentSchemas", {}).values():
+            self._walk_secrets(part, at, found, refs)
+        for name, part in schema.get("properties", {}).items():
+            self._walk_secrets(part, (*at, name), found, refs)
+        for part in schema.get("patternProperties", {}).values():
+            self._walk_secrets(part, (*at, ANY), found, refs)
+        for key in ("additionalProperties", "items"):
+            self._walk_secrets(schema.get(key), (*at, ANY), found, refs)
+
     def validator(self, schema: dict[str, Any]) -> Any:
         root = {**schema, "components": self.components}
         return jsonschema_rs.Draft202012Validator(root, validate_formats=True)
@@ -219,6 +493,7 @@ class _Compiler:
             kind=self._type(schema),
             default=self._default(schema),
             validator=self.validator(schema),
+            integer_range=self.integer_range,
         )
 
     def _branches(self, schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -259,4 +534,8 @@ class _Compiler:
 
 
 def compile_all(contract: Contract) -> dict[str, OperationValidator]:
-    return {op_id: OperationValidator(contract, op) for op_id, op in contract.operations.items()}
+    compiler = _Compiler(contract)
+    return {
+        op_id: OperationValidator(contract, op, compiler)
+        for op_id, op in contract.operations.items()
+    }
