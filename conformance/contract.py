@@ -192,7 +192,7 @@ class ContractView:
 
     @cached_property
     def error_codes(self) -> dict[int, tuple[str, ...]]:
-        """Known codes per status, read from each reusable error response's ``anyOf[0].enum``."""
+        """Known codes per status, read from each reusable error response's ``x-known-codes``."""
         table: dict[int, tuple[str, ...]] = {}
         for response in self.document.get("components", {}).get("responses", {}).values():
             media = response.get("content", {}).get("application/json", {})
@@ -208,9 +208,9 @@ class ContractView:
     def _known_codes(self, schema: Any) -> tuple[str, ...] | None:
         schema = self.resolve(schema)
         for part in [schema, *schema.get("allOf", [])] if isinstance(schema, dict) else []:
-            code = self.resolve(part).get("properties", {}).get("code", {})
-            if "anyOf" in code:
-                return tuple(self.resolve(code["anyOf"][0]).get("enum", ()))
+            code = self.resolve(self.resolve(part).get("properties", {}).get("code", {}))
+            if isinstance(code, dict) and "x-known-codes" in code:
+                return tuple(code["x-known-codes"])
         return None
 
     def error_description(self, status: int) -> str:

@@ -109,13 +109,18 @@ class Contract:
         return table
 
     def known_codes(self, response: dict[str, Any]) -> tuple[str, ...]:
-        """The ``code`` values a reusable error response lists (its open enum)."""
+        """The ``code`` values a reusable error response lists.
+
+        Each error schema's ``code`` is ``type: string`` (the codes of v1 only grow, so any code
+        is accepted) and lists the interface document's codes for its status in
+        ``x-known-codes``.
+        """
         response = self.resolve(response)
         schema = self.resolve(response["content"]["application/json"]["schema"])
         for part in schema.get("allOf", []):
-            code = self.resolve(part).get("properties", {}).get("code", {})
-            if "anyOf" in code:
-                return tuple(self.resolve(code["anyOf"][0])["enum"])
+            code = self.resolve(self.resolve(part).get("properties", {}).get("code", {}))
+            if "x-known-codes" in code:
+                return tuple(code["x-known-codes"])
         raise ValueError("error response without known codes")
 
 

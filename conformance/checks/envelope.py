@@ -1,8 +1,8 @@
 """Envelope: what every response carries, judged on every response the run receives.
 
 The rules read the contract: the error body is ``components.schemas.Error``; the codes a status
-may carry are the ``anyOf[0].enum`` of its reusable error response; the headers an authenticated
-response carries are those its documented response declares.
+may carry are the ``x-known-codes`` of its reusable error response's ``code``; the headers an
+authenticated response carries are those its documented response declares.
 """
 
 from __future__ import annotations

@@ -100,7 +100,11 @@ FACTS: list[tuple[str, tuple, dict[str, Any]]] = [
         (*CHANNEL_PATCH, "products", "items"),
         {"minLength": 1, "maxLength": 40},
     ),
-    ("channel products: none alone", (*CHANNEL_PATCH, "products", "oneOf", 1), {"const": ["none"]}),
+    (
+        "channel products: none alone",
+        (*CHANNEL_PATCH, "products", "oneOf", 1),
+        {"minItems": 1, "maxItems": 1, "items": {"enum": ["none"]}},
+    ),
     (
         "channelId 1 to 200",
         (
@@ -326,3 +330,29 @@ def test_timestamp_pattern_requires_utc_z(doc):
     assert re.search(pattern, "2026-11-22T10:00:00Z")
     assert re.search(pattern, "2026-11-22T10:00:00.123Z")
     assert not re.search(pattern, "2026-11-22T10:00:00+00:00")
+
+
+@pytest.mark.parametrize(
+    "products,valid",
+    [
+        ([], True),  # nothing bound yet
+        (["prod_1"], True),
+        ([f"p{i}" for i in range(50)], True),
+        (["none"], True),  # deliberately promotes nothing
+        ([f"p{i}" for i in range(51)], False),
+        (["none", "prod_1"], False),
+        (["prod_1", "none"], False),
+        (["none", "none"], False),
+        ([""], False),
+        (["x" * 41], False),
+        ("none", False),
+        ([None], False),
+    ],
+)
+def test_channel_products_means_ids_or_exactly_none(doc, products, valid):
+    # `["none"]` is written as an array of one item whose only value is `none` (a `const` array
+    # stopped code generators); the meaning is unchanged: ids, or `none` alone.
+    from jsonschema import Draft202012Validator
+
+    schema = {**doc, "$ref": "#/components/schemas/ChannelProducts"}
+    assert Draft202012Validator(schema).is_valid(products) is valid
