@@ -8,18 +8,33 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
-from rich.console import Console
-
-from conformance import __version__
-from conformance.api import RunConfig, TargetUnreachable, UsageError, run, validate
-from conformance.checks import all_checks
-from conformance.console import ProgressDisplay, print_report
-from conformance.profiles import PROFILES
-from conformance.signatures import check_timestamp_format, verify
-
 USAGE_ERROR = 2
+
+#: What ``pip install 'cgcas-kit[conformance]'`` adds to the mock's dependencies (pyproject.toml).
+EXTRA = "cgcas-kit[conformance]"
+EXTRA_MODULES = ("schemathesis", "hypothesis", "requests", "rich")
+
+
+def missing_extra() -> list[str]:
+    """The conformance extra's modules that are not installed (none: the suite can run)."""
+    return [name for name in EXTRA_MODULES if find_spec(name) is None]
+
+
+try:
+    from rich.console import Console
+
+    from conformance import __version__
+    from conformance.api import RunConfig, TargetUnreachable, UsageError, run, validate
+    from conformance.checks import all_checks
+    from conformance.console import ProgressDisplay, print_report
+    from conformance.profiles import PROFILES
+    from conformance.signatures import check_timestamp_format, verify
+except ModuleNotFoundError as exc:  # only the mock is installed: main() says so in one line
+    if (exc.name or "").partition(".")[0] not in EXTRA_MODULES or not missing_extra():
+        raise
 
 
 class _Parser(argparse.ArgumentParser):
@@ -193,6 +208,13 @@ def command_verify_signature(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    if missing := missing_extra():
+        print(
+            f"conformance: the conformance suite is not installed (missing: {', '.join(missing)});"
+            f" install it with: pip install '{EXTRA}'",
+            file=sys.stderr,
+        )
+        raise SystemExit(USAGE_ERROR)
     args = build_parser().parse_args(argv)
     if args.command == "run":
         status = command_run(args)

@@ -6,7 +6,10 @@ passed, failed (with every failure: the rule, the contract's words, the request,
 curl command and the seed) or skipped (with the reasons). Without one of those two options the
 plugin adds its options and nothing else: no test, no request.
 
-Registered through the ``pytest11`` entry point; before that, load it with
+Registered through the ``pytest11`` entry point, so any pytest in an environment holding the kit
+loads it, also where only the mock is installed (no ``conformance`` extra): at load it imports
+nothing but pytest, and only a run asked for needs the extra (without it, a one-line usage error
+naming the extra). Before the entry point is installed, load it with
 ``-p conformance.pytest_plugin``.
 """
 
@@ -130,5 +133,12 @@ def pytest_collection_modifyitems(
 ) -> None:
     if not enabled(config):
         return
+    from conformance.cli import EXTRA, missing_extra
+
+    if missing := missing_extra():
+        raise pytest.UsageError(
+            f"conformance: the conformance suite is not installed (missing: {', '.join(missing)});"
+            f" install it with: pip install '{EXTRA}'"
+        )
     collector = ConformanceCollector.from_parent(session, name="conformance", nodeid="conformance")
     items.extend(collector.collect())

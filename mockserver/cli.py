@@ -1,24 +1,59 @@
-"""``mockserver``: serve the mock of the Content Generation and Campaign Automation Service."""
+"""``mockserver``: serve the mock of the Content Generation and Campaign Automation Service.
+
+``mockserver [serve] [options]`` serves the mock; ``serve`` is the default command, taken when the
+first argument is an option or there is none. Other commands are registered in :data:`COMMANDS`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import uvicorn
-
-from mockserver.app import create_app
 from mockserver.fixtures import FixtureError, load_fixtures
+from mockserver.platform.envelope import iso_z
 from mockserver.registry import StartupError
 from mockserver.resources import default_fixtures_path
 from mockserver.settings import Settings
 
+if TYPE_CHECKING:
+    from mockserver.app import MockApp
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mockserver", description=__doc__)
+USAGE_ERROR = 2
+DISTRIBUTION = "cgcas-kit"
+DEFAULT_COMMAND = "serve"
+
+
+def kit_version() -> str:
+    """The installed kit's version (package metadata), else the source tree's."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from mockserver import __version__
+
+        return __version__
+
+
+# ---------------------------------------------------------------------------------------------
+# mockserver serve
+
+
+def build_serve_parser(prog: str = "mockserver") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        usage="%(prog)s [serve] [options]",
+        description=__doc__.split("\n\n")[0],
+        epilog=commands_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mockserver {kit_version()}")
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default %(default)s)"
     )
@@ -72,14 +107,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser  # fmt: skip
 
 
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+class PortInUse(OSError):
+    pass
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    port = args.port or free_port(args.host)
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port`` 0: a free one), before anything is said.
+
+    Raises :class:`PortInUse` when the port is taken, :class:`OSError` for any other refusal.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if os.name != "nt":  # on Windows SO_REUSEADDR would let two servers share the port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.EADDRINUSE, getattr(errno, "WSAEADDRINUSE", -1)):
+            raise PortInUse(exc.errno, exc.strerror) from exc
+        raise
+    return sock
+
+
+def settings_from(args: argparse.Namespace, port: int) -> Settings:
     return Settings(
         host=args.host,
         port=port,
@@ -95,13 +147,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
     )
 
 
-def banner(settings: Settings) -> str:
+def banner(app: MockApp) -> str:
+    settings = app.settings
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     base = f"http://{host}:{settings.port}"
     lines = [f"mockserver listening on {base}", f"  contract:      {base}/v1/openapi.json"]
     if settings.control_plane:
         lines.append(f"  control plane: {base}/_mock/  (described at {base}/_mock/openapi.json)")
-    lines.append(f"  clock:         {settings.clock}")
+    lines.append(f"  clock:         {settings.clock}, now {iso_z(app.runtime.clock.now())}")
     lines.append("  fixture keys:")
     for workspace in load_fixtures(settings.fixtures)["workspaces"]:
         members = workspace["members"]
@@ -114,19 +167,94 @@ def banner(settings: Settings) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+def fail(message: str) -> int:
+    print(f"mockserver: {message}", file=sys.stderr, flush=True)
+    return USAGE_ERROR
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Bind, build the mock, say where it is (only once that is true), serve until stopped."""
     try:
-        settings = settings_from(args)
-        app = create_app(settings)
-    except (FixtureError, StartupError, ValueError) as exc:
-        print(f"mockserver: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    print(banner(settings), flush=True)
-    # uvicorn shuts down gracefully on SIGINT and SIGTERM, then re-raises the signal against the
-    # handlers it found. Handlers that do nothing let the process end normally (status 0) after
-    # the graceful shutdown, instead of dying of the signal or printing a KeyboardInterrupt.
-    for stop in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, lambda *_: None)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+        sock = bind_socket(args.host, args.port)
+    except PortInUse:
+        return fail(
+            f"port {args.port} is in use; pick another with --port N, or --port 0 for a free one"
+        )
+    except OSError as exc:
+        return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    except (OverflowError, ValueError) as exc:  # a port outside 0-65535, a malformed host
+        return fail(f"cannot listen on {args.host}:{args.port}: {exc}")
+    with sock:
+        port = int(sock.getsockname()[1])
+        try:
+            from mockserver.app import create_app
+
+            app = create_app(settings_from(args, port))
+        except (FixtureError, StartupError, ValueError) as exc:
+            return fail(str(exc))
+
+        import uvicorn
+
+        print(banner(app), flush=True)
+        # uvicorn shuts down gracefully on SIGINT and SIGTERM, then re-raises the signal against
+        # the handlers it found. Handlers that do nothing let the process end normally (status 0)
+        # after the graceful shutdown, instead of dying of the signal or printing a
+        # KeyboardInterrupt.
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, lambda *_: None)
+        config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level)
+        uvicorn.Server(config).run(sockets=[sock])
     print("mockserver stopped", flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+#: A command: ``build_parser(prog)`` makes its parser; ``run(args)`` does it and returns the exit
+#: status.
+BuildParser = Callable[[str], argparse.ArgumentParser]
+Run = Callable[[argparse.Namespace], int]
+
+#: ``mockserver NAME ...`` runs ``COMMANDS[NAME]``. To add a command (``listen``, ``trigger``), add
+#: ``"NAME": (build_parser, run)`` here and a one-line summary to ``SUMMARIES`` (shown by
+#: ``mockserver --help``). ``serve`` stays the default when the first argument is an option or
+#: there is none, so a command's name must not start with ``-``.
+COMMANDS: dict[str, tuple[BuildParser, Run]] = {
+    "serve": (build_serve_parser, serve),
+    # "listen": (listen.build_parser, listen.run),    # to come
+    # "trigger": (trigger.build_parser, trigger.run),  # to come
+}
+
+SUMMARIES: dict[str, str] = {"serve": "serve the mock (the default command)"}
+
+
+def commands_epilog() -> str:
+    lines = ["commands:"]
+    for name in COMMANDS:
+        lines.append(f"  {name:<10} {SUMMARIES.get(name, '')}".rstrip())
+    lines.append("Run 'mockserver COMMAND --help' for a command's options.")
+    return "\n".join(lines)
+
+
+def dispatch(argv: list[str]) -> int:
+    """The exit status of ``mockserver`` with arguments ``argv``."""
+    if argv and not argv[0].startswith("-"):
+        name, rest = argv[0], argv[1:]
+        if name not in COMMANDS:
+            known = ", ".join(COMMANDS)
+            return fail(f"unknown command {name!r} (commands: {known}; default: serve)")
+    else:
+        name, rest = DEFAULT_COMMAND, argv
+    build_parser, run = COMMANDS[name]
+    prog = "mockserver" if name == DEFAULT_COMMAND else f"mockserver {name}"
+    return run(build_parser(prog).parse_args(rest))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The default command's parser (``mockserver --help``)."""
+    return build_serve_parser()
+
+
+def main(argv: list[str] | None = None) -> None:
+    raise SystemExit(dispatch(sys.argv[1:] if argv is None else list(argv)))

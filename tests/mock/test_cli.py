@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
+from importlib import metadata
 
 import httpx
 import pytest
 
+from mockserver import cli
 
-def start(*args: str) -> tuple[subprocess.Popen[str], str, list[str]]:
+
+def start(
+    *args: str, command: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[str], str, list[str]]:
+    argv = [sys.executable, "-m", "mockserver", *command, "--port", "0", "--log-level", "warning"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "mockserver", "--port", "0", "--log-level", "warning", *args],
+        [*argv, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -80,3 +88,106 @@ def test_no_control_plane_and_a_bad_fixtures_path():
         text=True,
     )
     assert failed.returncode == 2 and "cannot read fixtures" in failed.stderr
+
+
+def test_a_taken_port_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["--host", "127.0.0.1", "--port", str(port)])
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert out == ""  # nothing claims to listen
+    assert err == (
+        f"mockserver: port {port} is in use; pick another with --port N, "
+        "or --port 0 for a free one\n"
+    )
+
+
+def test_a_host_it_cannot_listen_on_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--host", "192.0.2.1", "--port", "0"])  # TEST-NET-1: never this machine's
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == ""
+    assert err.startswith("mockserver: cannot listen on 192.0.2.1:0: ") and err.count("\n") == 1
+
+
+def test_version_is_the_kits(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"mockserver {metadata.version('cgcas-kit')}\n"
+
+
+def test_the_package_and_its_metadata_agree_on_the_version():
+    import mockserver
+
+    assert metadata.version("cgcas-kit") == mockserver.__version__
+
+
+def test_port_0_prints_the_port_it_listens_on_and_the_clock():
+    process, base, lines = start("--clock", "manual")
+    try:
+        port = int(base.rsplit(":", 1)[1])
+        assert port != 0
+        with socket.socket() as probe, pytest.raises(OSError):  # the printed port is taken
+            probe.bind(("127.0.0.1", port))
+        clock = httpx.get(f"{base}/_mock/clock").json()
+        assert clock["now"] == "2026-11-20T09:00:00Z"  # the fixtures' start
+        assert f"  clock:         manual, now {clock['now']}\n" in lines
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def test_serve_is_the_default_command_and_may_be_named():
+    process, base, lines = start("--seed", "1", command=("serve",))
+    try:
+        assert lines[0] == f"mockserver listening on {base}\n"
+        assert re.fullmatch(
+            r"  clock:         real, now \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", lines[3]
+        )
+        assert httpx.get(f"{base}/v1/openapi.json").status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+
+
+def test_help_names_the_commands(capsys: pytest.CaptureFixture[str]):
+    for argv in (["--help"], ["serve", "--help"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        out = capsys.readouterr().out
+        assert exit_info.value.code == 0
+        assert out.startswith("usage: mockserver [serve] [options]")
+        assert "--port PORT" in out and "serve      serve the mock" in out
+
+
+def test_an_unknown_command_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["frobnicate", "--port", "0"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "mockserver: unknown command 'frobnicate' (commands: serve; default: serve)\n"
+    )
+
+
+def test_a_registered_command_gets_its_own_arguments(monkeypatch: pytest.MonkeyPatch):
+    """The hook ``listen`` and ``trigger`` plug into: COMMANDS[name] = (build_parser, run)."""
+    seen: list[argparse.Namespace] = []
+
+    def build_parser(prog: str) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(prog=prog)
+        parser.add_argument("--port", type=int)
+        return parser
+
+    def run(args: argparse.Namespace) -> int:
+        seen.append(args)
+        return 7
+
+    monkeypatch.setitem(cli.COMMANDS, "listen", (build_parser, run))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["listen", "--port", "9"])
+    assert exit_info.value.code == 7 and seen[0].port == 9

@@ -1,0 +1,31 @@
+# The mock server only: the kit installed without extras (no conformance suite, no test tools).
+#
+#   docker build -t cgcas-kit-mock .
+#   docker run --rm -p 8080:8080 cgcas-kit-mock
+#
+# Not built on the kit's CI machine (no container engine runs there); tests/test_packaging.py
+# only checks that every COPY source exists and that CMD is the documented command.
+
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md LICENSE ./
+# mockserver/_bundled links to spec/ and fixtures/; the wheel carries copies of both.
+COPY spec ./spec
+COPY fixtures ./fixtures
+COPY mockserver ./mockserver
+COPY conformance ./conformance
+RUN pip wheel --no-cache-dir --disable-pip-version-check --no-deps --wheel-dir /wheels .
+
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir --disable-pip-version-check /wheels/*.whl \
+    && rm -rf /wheels \
+    && useradd --create-home --uid 10001 --shell /usr/sbin/nologin mock
+USER mock
+WORKDIR /home/mock
+EXPOSE 8080
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/v1/openapi.json', timeout=4)"]
+CMD ["mockserver", "--host", "0.0.0.0", "--port", "8080"]

@@ -1,0 +1,278 @@
+"""Packaging: a plain ``pip install`` of the kit is the mock alone, and still a good citizen.
+
+The kit is installed, without extras, into a fresh virtual environment (no system site-packages)
+from a copy of the sources, as a user would install it; its dependencies come from PyPI (pip's
+cache makes a second run quick). The test is skipped only when PyPI cannot be reached.
+
+The container files are checked statically: no container engine runs on the kit's CI machine.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+#: What a source distribution of the kit holds (and the Dockerfile copies).
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "spec",
+    "fixtures",
+    "mockserver",
+    "conformance",
+)
+EXTRA_MESSAGE = "pip install 'cgcas-kit[conformance]'"
+PIP_TIMEOUT = 600
+
+
+def index_url() -> str:
+    configured = os.environ.get("PIP_INDEX_URL")
+    if not configured:
+        found = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
+            capture_output=True,
+            text=True,
+        )
+        configured = found.stdout.strip() if found.returncode == 0 else ""
+    return (configured or "https://pypi.org/simple").rstrip("/")
+
+
+def pypi_unreachable() -> str | None:
+    """Why PyPI cannot be reached, or None when it can."""
+    url = f"{index_url()}/pip/"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            response.read(1)
+    except (urllib.error.URLError, OSError) as exc:
+        return f"PyPI is unreachable ({url}: {exc}); the kit's dependencies come from there"
+    return None
+
+
+class Venv:
+    def __init__(self, path: Path, cwd: Path) -> None:
+        self.path = path
+        self.cwd = cwd  # outside the repository: imports must come from the environment
+        self.bin = path / ("Scripts" if os.name == "nt" else "bin")
+        self.python = str(self.bin / "python")
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+        } | {"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        program = argv[0] if argv[0] == self.python else str(self.bin / argv[0])
+        return subprocess.run(
+            [program, *argv[1:]],
+            capture_output=True,
+            text=True,
+            cwd=self.cwd,
+            env=self.env,
+            timeout=timeout,
+        )
+
+    def py(self, code: str) -> subprocess.CompletedProcess[str]:
+        return self.run(self.python, "-c", code)
+
+    def pip_install(self, *what: str) -> None:
+        done = self.run(self.python, "-m", "pip", "install", "-q", *what, timeout=PIP_TIMEOUT)
+        assert done.returncode == 0, f"pip install {' '.join(what)}:\n{done.stdout}{done.stderr}"
+
+
+def copy_sources(target: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+    target.mkdir()
+    for name in SOURCES:
+        source = ROOT / name
+        if source.is_dir():
+            # mockserver/_bundled holds relative symlinks to spec/ and fixtures/: keep them links.
+            shutil.copytree(source, target / name, symlinks=True, ignore=ignore)
+        else:
+            shutil.copy2(source, target / name)
+    return target
+
+
+def test_a_plain_install_is_the_mock_alone(tmp_path: Path):
+    """One test, in order, so that the environment is built once (also under pytest-xdist)."""
+    if reason := pypi_unreachable():
+        pytest.skip(reason)
+    sources = copy_sources(tmp_path / "src")
+    created = subprocess.run(
+        [sys.executable, "-m", "venv", str(tmp_path / "venv")], capture_output=True, text=True
+    )
+    assert created.returncode == 0, created.stderr
+    (tmp_path / "work").mkdir()
+    venv = Venv(tmp_path / "venv", tmp_path / "work")
+    venv.pip_install(str(sources))  # no extras
+
+    check_the_mock_runs(venv)
+    check_the_license(venv)
+    for module in ("schemathesis", "hypothesis", "rich", "openapi_core", "pytest"):
+        imported = venv.py(f"import {module}")
+        assert "ModuleNotFoundError" in imported.stderr, f"{module} is installed without extras"
+    for argv in (["conformance", "--help"], ["conformance", "run", "--mock"]):
+        check_conformance_names_the_extra(venv, argv)
+    check_pytest_alone_is_not_broken_by_the_plugin(venv)
+
+
+def check_the_mock_runs(venv: Venv) -> None:
+    version = venv.run("mockserver", "--version")
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == "mockserver 0.1.0"
+    # Imported from the environment (not the repository), with its package data, and the fast
+    # event loop and HTTP parser of uvicorn[standard].
+    built = venv.py(
+        "import mockserver.app, uvloop, httptools\n"
+        "app = mockserver.app.create_app()\n"
+        "print(mockserver.app.__file__)\n"
+        "print(app.runtime.contract is not None)\n"
+    )
+    assert built.returncode == 0, built.stderr
+    where, contract = built.stdout.split()
+    assert Path(where).is_relative_to(venv.path) and contract == "True"
+
+
+def check_the_license(venv: Venv) -> None:
+    found = venv.py(
+        "import json\n"
+        "from importlib.metadata import distribution\n"
+        "d = distribution('cgcas-kit')\n"
+        "print(json.dumps([d.metadata['License-Expression'], [str(f) for f in d.files]]))\n"
+    )
+    assert found.returncode == 0, found.stderr
+    expression, files = json.loads(found.stdout)
+    assert expression == "Apache-2.0"
+    assert any(f.endswith(".dist-info/licenses/LICENSE") for f in files), files
+
+
+def check_conformance_names_the_extra(venv: Venv, argv: list[str]) -> None:
+    result = venv.run(*argv)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("conformance: the conformance suite is not installed")
+    assert EXTRA_MESSAGE in result.stderr
+
+
+def check_pytest_alone_is_not_broken_by_the_plugin(venv: Venv) -> None:
+    """The pytest11 entry point is loaded by any pytest in the environment."""
+    venv.pip_install("pytest")
+    version = venv.run(venv.python, "-m", "pytest", "--version")
+    assert version.returncode == 0, version.stdout + version.stderr
+    (venv.cwd / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    plain = venv.run(venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    assert plain.returncode == 0 and "1 passed" in plain.stdout, plain.stdout + plain.stderr
+    helped = venv.run(venv.python, "-m", "pytest", "--help")
+    assert "--conformance-base-url" in helped.stdout  # loaded through the entry point
+    asked = venv.run(
+        venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        "--conformance-base-url", "http://127.0.0.1:9", "--conformance-api-key", "k",
+    )  # fmt: skip
+    assert asked.returncode == 4, asked.stdout + asked.stderr  # pytest's usage error
+    assert EXTRA_MESSAGE in asked.stderr and "Traceback" not in asked.stderr
+
+
+def test_conformance_without_its_extra_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """The same message as in the plain install above, without needing PyPI."""
+    from conformance import cli
+
+    real = cli.find_spec
+    monkeypatch.setattr(cli, "find_spec", lambda name: None if name == "rich" else real(name))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--help"])
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        "conformance: the conformance suite is not installed (missing: rich); "
+        f"install it with: {EXTRA_MESSAGE}\n"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Container files (static checks only)
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    logical: list[str] = []
+    pending = ""
+    for line in text.splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        logical.append(pending + line)
+        pending = ""
+    assert not pending, "the Dockerfile ends inside a continued line"
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip()) for line in logical]
+
+
+def dockerignored(path: str) -> bool:
+    """Whether .dockerignore leaves ``path`` out of the build context (last matching rule wins)."""
+    rules = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    ignored = False
+    for rule in rules:
+        negated = rule.startswith("!")
+        pattern = rule.removeprefix("!").strip("/")
+        patterns = {pattern, pattern.removeprefix("**/")}
+        if any(fnmatch.fnmatchcase(p, pat) for p in prefixes for pat in patterns):
+            ignored = not negated
+    return ignored
+
+
+def test_the_dockerfile_copies_what_exists_and_runs_the_documented_command():
+    instructions = dockerfile_instructions()
+    froms = [arg for op, arg in instructions if op == "FROM"]
+    assert froms and all(arg.split()[0] == "python:3.11-slim" for arg in froms)
+    copied = []
+    for op, arg in instructions:
+        if op in ("COPY", "ADD"):
+            words = shlex.split(arg)
+            if any(w.startswith("--from=") for w in words):
+                continue
+            sources = [w for w in words if not w.startswith("--")][:-1]
+            assert sources, arg
+            copied += sources
+    for source in copied:
+        assert (ROOT / source).exists(), f"COPY {source}: no such file in the repository"
+        assert not dockerignored(source), f"COPY {source}: left out by .dockerignore"
+    for source in SOURCES:  # everything the wheel is built from
+        assert source in {c.rstrip("/") for c in copied}, f"the image is built without {source}"
+    final = instructions[max(i for i, (op, _) in enumerate(instructions) if op == "FROM") :]
+    ops = dict(final)
+    assert json.loads(ops["CMD"]) == ["mockserver", "--host", "0.0.0.0", "--port", "8080"]
+    assert ops["EXPOSE"] == "8080"
+    assert ops["USER"] not in ("root", "0")
+    assert "/v1/openapi.json" in ops["HEALTHCHECK"] and "urllib" in ops["HEALTHCHECK"]
+    installs = [arg for op, arg in instructions if op == "RUN" and "pip " in arg]
+    assert installs and not any("[test]" in arg or "[conformance]" in arg for arg in installs)
+    assert not dockerignored("mockserver/app.py") and dockerignored(".venv")
+
+
+def test_compose_starts_the_image():
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text(encoding="utf-8"))
+    service = compose["services"]["mockserver"]
+    assert service["build"] == "."
+    assert "8080:8080" in service["ports"]
