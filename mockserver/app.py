@@ -9,24 +9,30 @@ from starlette.types import Receive, Scope, Send
 
 from mockserver import areas
 from mockserver.dispatch import Dispatcher
-from mockserver.platform.delivery import DeliveryWorker
 from mockserver.registry import bind
 from mockserver.runtime import Runtime
+from mockserver.sandboxes import SandboxManager
 from mockserver.settings import Settings
 
 CONTROL_PREFIX = "/_mock/"
 
 
 class MockApp:
-    """Routes ``/_mock/`` to the control plane (when on) and everything else to the API."""
+    """Routes ``/_mock/`` to the control plane (when on) and everything else to the API.
+
+    An API request runs against the default runtime, or against the sandbox its key names
+    (sandboxes.py).
+    """
 
     def __init__(self, settings: Settings | None = None) -> None:
         areas.load()
         self.settings = settings or Settings()
         self.runtime = Runtime(self.settings)
-        self.dispatcher = Dispatcher(self.runtime, bind(self.runtime.contract))
-        self.runtime.delivery = DeliveryWorker(self.runtime)
-        self.runtime.clock.on_change(lambda _now: self.runtime.delivery.wake())
+        self.sandboxes = SandboxManager(
+            self.runtime, ttl=self.settings.sandbox_ttl, limit=self.settings.max_sandboxes
+        )
+        self.runtime.sandboxes = self.sandboxes
+        self.dispatcher = Dispatcher(self.runtime.contract, bind(self.runtime.contract))
         self._clock_task: asyncio.Task[None] | None = None
         self.control = None
         if self.settings.control_plane:
@@ -41,25 +47,38 @@ class MockApp:
         if scope["type"] != "http":
             return
         self.start_background()  # also when served without a lifespan (an ASGI test transport)
+        self.sandboxes.expire()
         if self.control is not None and scope["path"].startswith(CONTROL_PREFIX):
             await self.control(scope, receive, send)
         else:
-            await self.dispatcher(scope, receive, send)
+            await self.dispatcher(scope, receive, send, self.runtime_for(scope))
+
+    def runtime_for(self, scope: Scope) -> Runtime:
+        """The sandbox's runtime when the request's key names a live sandbox, else the default."""
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                token = value.decode("latin-1").removeprefix("Bearer ").strip()
+                return self.sandboxes.runtime_for_token(token) or self.runtime
+        return self.runtime
 
     def start_background(self) -> None:
         """Start the delivery worker and, for the real clock, the scheduler's heartbeat."""
         self.runtime.delivery.start()
-        if self.runtime.clock.mode == "real" and (
-            self._clock_task is None or self._clock_task.done()
-        ):
+        real = self.runtime.clock.mode == "real" or any(
+            runtime.clock.mode == "real" for runtime in self.sandboxes.runtimes()
+        )
+        if real and (self._clock_task is None or self._clock_task.done()):
             self._clock_task = asyncio.get_running_loop().create_task(self._heartbeat())
 
     async def _heartbeat(self) -> None:
         while True:
-            self.runtime.scheduler.tick()
+            for runtime in (self.runtime, *self.sandboxes.runtimes()):
+                if runtime.clock.mode == "real":
+                    runtime.scheduler.tick()
             await asyncio.sleep(1.0)
 
     async def stop_background(self) -> None:
+        await self.sandboxes.close()
         await self.runtime.delivery.stop()
         if self._clock_task is not None:
             self._clock_task.cancel()

@@ -30,11 +30,12 @@ from starlette.types import Receive, Scope, Send
 
 from mockserver import defects
 from mockserver.call import Call
-from mockserver.contract import Operation
-from mockserver.platform.auth import authenticate, check_workspace_slug, require_write
+from mockserver.contract import Contract, Operation
+from mockserver.platform.auth import Caller, authenticate, check_workspace_slug, require_write
 from mockserver.platform.envelope import Reply, iso_z, json_response, new_request_id
 from mockserver.platform.errors import ApiError, invalid_request
 from mockserver.platform.idempotency import fingerprint
+from mockserver.platform.journal import Entry, kept
 from mockserver.platform.jsonbody import JsonReader
 from mockserver.platform.ratelimit import RateState
 from mockserver.platform.validation import MISSING
@@ -94,25 +95,28 @@ def error_response(error: ApiError) -> Response:
 
 
 class Dispatcher:
-    def __init__(self, runtime: Runtime, bindings: dict[str, Binding]) -> None:
-        self.runtime = runtime
-        self.bindings = bindings
-        self.router = Router(runtime.contract.operations)
-        self.max_body = int(runtime.contract.limits["maxRequestBodyBytes"])
-        self.json = JsonReader(runtime.contract.limits)
+    """The pipeline, compiled once from the contract; each request names its runtime."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await self.handle(Request(scope, receive))
+    def __init__(self, contract: Contract, bindings: dict[str, Binding]) -> None:
+        self.bindings = bindings
+        self.router = Router(contract.operations)
+        self.max_body = int(contract.limits["maxRequestBodyBytes"])
+        self.json = JsonReader(contract.limits)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, rt: Runtime) -> None:
+        response = await self.handle(Request(scope, receive), rt)
         await response(scope, receive, send)
 
-    async def handle(self, request: Request) -> Response:
-        rt = self.runtime
+    async def handle(self, request: Request, rt: Runtime) -> Response:
         request_id = new_request_id()
         started = time.perf_counter()
         path = request_path(request)
         op, path_params = self.router.match(request.method, path, encoded=True)
         rate: RateState | None = None
         replayed = False
+        caller: Caller | None = None
+        raw: bytes | None = None
+        code: str | None = None
         try:
             if op is None:
                 raise ApiError("not_found", f"no operation answers {request.method} {path}")
@@ -150,7 +154,10 @@ class Dispatcher:
                         )
                     raise injected
                 validator = rt.validators[op.operation_id]
-                body = await self.read_body(request) if validator.accepts_body else MISSING
+                body = MISSING
+                if validator.accepts_body:
+                    raw = await self.read_raw(request, rt)
+                    body = self.json.read(raw, request.headers.get("content-type", ""))
                 query = list(request.query_params.multi_items())
                 headers = dict(request.headers)
                 if rt.settings.defects:
@@ -170,16 +177,15 @@ class Dispatcher:
                         op.operation_id, valid.path, None if body is MISSING else body
                     )
                     async with rt.idempotency.slot(caller.workspace_id, key):
-                        response, replayed = await self.transact(binding, call, key, print_)
+                        response, replayed = await self.transact(rt, binding, call, key, print_)
                 else:
-                    response, _ = await self.transact(binding, call)
+                    response, _ = await self.transact(rt, binding, call)
         except ApiError as error:
-            response = error_response(error)
+            response, code = error_response(error), error.code
         except Exception:
             log.exception("unhandled error in %s %s", request.method, path)
-            response = error_response(
-                ApiError("internal_error", f"internal error; quote request id {request_id}")
-            )
+            failure = ApiError("internal_error", f"internal error; quote request id {request_id}")
+            response, code = error_response(failure), failure.code
         response.headers["x-request-id"] = request_id
         if rate is not None:
             for name, value in rate.headers().items():
@@ -188,35 +194,40 @@ class Dispatcher:
         if rt.settings.defects:
             response = defects.on_response(rt.settings.defects, op, response)
         rt.journal.record(
-            {
-                "requestId": request_id,
-                "method": request.method,
-                "path": request.scope["path"],
-                "operationId": op.operation_id if op else None,
-                "status": response.status_code,
-                "time": iso_z(rt.clock.now()),
-                "durationMs": round((time.perf_counter() - started) * 1000, 3),
-                "replayed": replayed,
-            }
+            Entry(
+                request_id=request_id,
+                method=request.method,
+                path=request.scope["path"],
+                query=request.scope.get("query_string", b""),
+                operation_id=op.operation_id if op else None,
+                status=response.status_code,
+                code=code,
+                key_id=caller.key_id if caller is not None else None,
+                time=iso_z(rt.clock.now()),
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                replayed=replayed,
+                request_body=kept(raw),
+                response_body=kept(response.body),
+            )
         )
         return response
 
-    async def read_body(self, request: Request) -> Any:
-        """The JSON body, or MISSING when none was sent; 413 and 400 for unusable bodies."""
+    async def read_raw(self, request: Request, rt: Runtime) -> bytes:
+        """The body's bytes; 413 for a body over the limit (declared or streamed)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise self.too_large()
+            raise self.too_large(rt)
         chunks = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > self.max_body:
-                raise self.too_large()
+                raise self.too_large(rt)
             chunks.append(chunk)
-        return self.json.read(b"".join(chunks), request.headers.get("content-type", ""))
+        return b"".join(chunks)
 
-    def too_large(self) -> ApiError:
-        if self.runtime.defect("no-payload-limit"):
+    def too_large(self, rt: Runtime) -> ApiError:
+        if rt.defect("no-payload-limit"):
             return invalid_request("the body is too large", reason="defect")
         return ApiError(
             "payload_too_large",
@@ -225,14 +236,13 @@ class Dispatcher:
         )
 
     async def transact(
-        self, binding: Binding, call: Call, key: str | None = None, print_: str = ""
+        self, rt: Runtime, binding: Binding, call: Call, key: str | None = None, print_: str = ""
     ) -> tuple[Response, bool]:
         """Run the handler as one transaction; its changes are kept once the response is built.
 
         With an Idempotency-Key, the kept answer is replayed (second element True), or the
         success is kept in the same transaction. Any exception undoes every change.
         """
-        rt = self.runtime
         idempotency = rt.idempotency
         workspace_id = call.workspace_id
         with rt.transaction():

@@ -14,14 +14,17 @@ the bundled ones; a capability missing from ``capabilities`` is not offered (503
 from __future__ import annotations
 
 import copy
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from mockserver.platform.auth import hash_key
+from mockserver.platform.auth import hash_key, key_label
 from mockserver.resources import fixtures_dir
 from mockserver.world import World
+
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present
 
 WORKSPACE_FIELDS = ("id", "slug", "name", "credits", "members", "keys", "governance")
 # Sections of rules rather than records: a fixtures file that leaves one out gets the bundled one.
@@ -39,9 +42,20 @@ class FixtureError(ValueError):
 
 
 def load_fixtures(path: Path) -> dict[str, Any]:
+    """The fixtures file, parsed once per process while it is unchanged; treat it as read-only
+    (worlds are built from deep copies of it)."""
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise FixtureError(f"cannot read fixtures {path}: {exc}") from exc
+    return _load(path.resolve(), stamp)
+
+
+@cache
+def _load(path: Path, stamp: int) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            data = yaml.load(fh, Loader=SafeLoader)
     except OSError as exc:
         raise FixtureError(f"cannot read fixtures {path}: {exc}") from exc
     if not isinstance(data, dict) or "workspaces" not in data:
@@ -55,7 +69,7 @@ def _includes(node: Any, base: Path) -> Any:
     if isinstance(node, dict):
         if set(node) == {"include"}:
             with open(base / node["include"], encoding="utf-8") as fh:
-                return _includes(yaml.safe_load(fh), base)
+                return _includes(yaml.load(fh, Loader=SafeLoader), base)
         return {key: _includes(value, base) for key, value in node.items()}
     if isinstance(node, list):
         return [_includes(item, base) for item in node]
@@ -108,7 +122,7 @@ def _add_workspace(world: World, spec: dict[str, Any]) -> None:
             raise FixtureError(f"key for unknown member {key['member']!r} in {spec['slug']}")
         digest = hash_key(key["key"])
         world.data["keys"][digest] = {
-            "keyId": f"key_{digest[:12]}",
+            "keyId": key_label(digest),
             "workspace": workspace_id,
             "member": key["member"],
             "revoked": False,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 from mockserver import defects
@@ -11,6 +12,7 @@ from mockserver.contract import Contract, default_contract
 from mockserver.fixtures import build_world, load_fixtures
 from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
 from mockserver.platform.cursors import CursorCodec
+from mockserver.platform.delivery import DeliveryWorker
 from mockserver.platform.faults import Faults
 from mockserver.platform.idempotency import Idempotency
 from mockserver.platform.journal import Journal
@@ -26,12 +28,27 @@ DEFAULT_START = "2026-11-20T09:00:00Z"
 
 
 class Runtime:
-    def __init__(self, settings: Settings | None = None, contract: Contract | None = None) -> None:
+    """One world with everything that acts on it: the default mock, or one sandbox.
+
+    A sandbox (sandboxes.py) passes the parts it shares with the default runtime: the parsed
+    contract, its compiled validators and the data key; and its own fixtures.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        contract: Contract | None = None,
+        *,
+        fixtures: dict[str, Any] | None = None,
+        validators: dict[str, OperationValidator] | None = None,
+        secrets: SecretBox | None = None,
+        start: datetime | None = None,
+    ) -> None:
         self.settings = settings or Settings()
         defects.check(self.settings.defects)
         self.contract = contract or default_contract()
-        self.fixtures = load_fixtures(self.settings.fixtures)
-        self.start = parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
+        self.fixtures = fixtures if fixtures is not None else load_fixtures(self.settings.fixtures)
+        self.start = start or parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
         self.clock: Clock = make_clock(self.settings.clock, self.start)
         self.world: World = self._new_world()
         limits = self.contract.limits
@@ -47,13 +64,15 @@ class Runtime:
             int(limits["idempotencyKeyRetentionSeconds"]),
             lambda when: self.scheduler.due(when),
         )
-        self.secrets = SecretBox()
+        self.secrets = secrets or SecretBox()
         self.faults = Faults()
         self.journal = Journal()
-        self.validators: dict[str, OperationValidator] = compile_all(self.contract)
+        self.validators: dict[str, OperationValidator] = validators or compile_all(self.contract)
         self.scheduler = Scheduler(self)
         self.clock.on_change(lambda _now: self.scheduler.tick(force=True))
-        self.delivery: Any = None  # the webhook delivery worker, attached by the app
+        self.delivery = DeliveryWorker(self)  # started by the app (or sandbox) in its loop
+        self.clock.on_change(lambda _now: self.delivery.wake())
+        self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
 
     def _new_world(self) -> World:
         return build_world(self.fixtures, seed=self.settings.seed, defects=self.settings.defects)

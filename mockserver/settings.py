@@ -20,4 +20,6 @@ class Settings:
     control_plane: bool = True
     control_token: str | None = None
     log_level: str = "info"
+    sandbox_ttl: float = 3600.0  # seconds of wall time an idle sandbox lives
+    max_sandboxes: int = 64
     defects: frozenset[str] = frozenset()

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from mockserver.control.plane import control
+from mockserver.control.plane import control, control_contract
+from mockserver.control.snapshots import SnapshotCheck
 from mockserver.platform import delivery
-from mockserver.platform.auth import hash_key
+from mockserver.platform.auth import hash_key, key_label
 from mockserver.platform.clock import ManualClock
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import ApiError, invalid_request, not_found
 from mockserver.platform.validation import Validated
 from mockserver.runtime import Runtime
+
+log = logging.getLogger("mockserver.control")
+SNAPSHOT_CHECK = SnapshotCheck(control_contract().document)  # compiled once, at start-up
 
 
 def _workspace(rt: Runtime, slug: str) -> dict[str, Any]:
@@ -133,19 +138,56 @@ def clear_faults(rt: Runtime, call: Validated) -> dict[str, Any]:
 
 @control("listRequests")
 def list_requests(rt: Runtime, call: Validated) -> dict[str, Any]:
-    entries = rt.journal.entries()
-    return {"requests": entries[-call.query["limit"] :]}
+    key = call.query.get("key")
+    if key is not None and not key.startswith("key_"):
+        key = key_label(hash_key(key))  # the label a key is journalled under
+
+    def redact(operation_id: str, body: Any) -> Any:
+        return rt.validators[operation_id].secrets.redacted(body)
+
+    entries = rt.journal.entries(
+        redact,
+        operation_id=call.query.get("operationId"),
+        status=call.query.get("status"),
+        code=call.query.get("code"),
+        key_id=key,
+        limit=call.query["limit"],
+    )
+    return {"requests": entries}
 
 
 @control("getSnapshot")
 def get_snapshot(rt: Runtime, call: Validated) -> dict[str, Any]:
+    """The state, in the envelope ``PUT /_mock/snapshot`` takes back as is."""
     return {"snapshot": rt.snapshot()}
 
 
 @control("putSnapshot")
 def put_snapshot(rt: Runtime, call: Validated) -> dict[str, Any]:
-    rt.restore(call.body)
+    """Replace the state with a snapshot the mock can serve (snapshots.py), or change nothing."""
+    snapshot = call.body["snapshot"]
+    problems = SNAPSHOT_CHECK.problems(snapshot)
+    if problems:
+        raise _invalid_snapshot(problems)
+    try:
+        rt.restore(snapshot)
+    except Exception as exc:  # the checks passed, yet taking it in failed: the control plane's
+        # transaction puts the previous state back when this refusal leaves the handler
+        log.exception("a checked snapshot could not be restored")
+        raise _invalid_snapshot(
+            [{"path": "", "message": f"the mock could not take it in: {type(exc).__name__}: {exc}"}]
+        ) from None
     return {}
+
+
+def _invalid_snapshot(problems: list[dict[str, str]]) -> ApiError:
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return invalid_request(
+        f"the snapshot cannot be served: {first['path'] or '/'}: {first['message']}{more}",
+        reason="invalid_snapshot",
+        errors=problems,
+    )
 
 
 # -- jobs and deliveries ---------------------------------------------------------------------
@@ -191,3 +233,49 @@ def replay_delivery(rt: Runtime, call: Validated) -> dict[str, Any]:
     if record is None:
         raise not_found(f"delivery {call.path['deliveryId']!r}")
     return {"delivery": delivery.view(record)}
+
+
+# -- sandboxes (mockserver/sandboxes.py) and the index ----------------------------------------
+
+
+@control("controlIndex")
+def control_index(rt: Runtime, call: Validated) -> dict[str, Any]:
+    operations = [
+        {
+            "method": op.method,
+            "path": op.path,
+            "operationId": op.operation_id,
+            "summary": op.definition.get("summary", ""),
+            "sandbox": op.definition.get("x-sandbox", True),
+        }
+        for op in control_contract().operations.values()
+    ]
+    return {"document": "/_mock/openapi.json", "operations": operations}
+
+
+@control("createSandbox")
+def create_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
+    spec = call.body if isinstance(call.body, dict) else {}
+    sandbox = rt.sandboxes.create(
+        workspace=spec.get("workspace"),
+        clock=spec.get("clock", "manual"),
+        start=spec.get("start"),
+        seed=spec.get("seed"),
+    )
+    return {"sandbox": rt.sandboxes.view(sandbox)}
+
+
+@control("listSandboxes")
+def list_sandboxes(rt: Runtime, call: Validated) -> dict[str, Any]:
+    return {"sandboxes": [rt.sandboxes.view(s) for s in rt.sandboxes.all()]}
+
+
+@control("getSandbox")
+def get_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
+    return {"sandbox": rt.sandboxes.view(rt.sandboxes.get(call.path["sandboxId"]))}
+
+
+@control("deleteSandbox")
+async def delete_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
+    await rt.sandboxes.end(call.path["sandboxId"])
+    return {}

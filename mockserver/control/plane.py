@@ -13,6 +13,7 @@ import importlib
 import inspect
 import logging
 from collections.abc import Callable
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -46,18 +47,35 @@ def control(operation_id: str) -> Callable[[ControlHandler], ControlHandler]:
     return register
 
 
+PLANE_FRAGMENTS = ("sandboxes.yaml",)  # beside openapi.yaml: more of the plane's own operations
+SANDBOX_PARAMETER = {"$ref": "#/components/parameters/Sandbox"}
+
+
+@cache
 def control_contract() -> Contract:
-    """The control plane's document: ``openapi.yaml`` here, plus each area's ``control.yaml``.
+    """The control plane's document: ``openapi.yaml`` here, its fragments, and each area's
+    ``control.yaml``.
 
     An area that needs control operations keeps them beside its code: ``control.yaml`` (a
-    mapping of ``paths`` in the same form) and ``control.py`` (their handlers).
+    mapping of ``paths``, and optionally ``components``, in the same form) and ``control.py``
+    (their handlers). Every operation that does not say ``x-sandbox: false`` takes the
+    ``sandbox`` query parameter (sandboxes.py); it is added here, so the document says so.
     """
-    text = (resources.files("mockserver.control") / "openapi.yaml").read_text(encoding="utf-8")
-    document = yaml.safe_load(text)
-    for area in AREAS:
-        fragment = resources.files(f"mockserver.areas.{area}") / "control.yaml"
+    package = resources.files("mockserver.control")
+    document = yaml.safe_load((package / "openapi.yaml").read_text(encoding="utf-8"))
+    fragments = [package / name for name in PLANE_FRAGMENTS]
+    fragments += [resources.files(f"mockserver.areas.{area}") / "control.yaml" for area in AREAS]
+    for fragment in fragments:
         if fragment.is_file():
-            document["paths"].update(yaml.safe_load(fragment.read_text(encoding="utf-8"))["paths"])
+            part = yaml.safe_load(fragment.read_text(encoding="utf-8"))
+            document["paths"].update(part["paths"])
+            for kind, entries in part.get("components", {}).items():
+                document["components"].setdefault(kind, {}).update(entries)
+    for item in document["paths"].values():
+        for method in ("get", "put", "post", "patch", "delete"):
+            operation = item.get(method)
+            if operation is not None and operation.get("x-sandbox", True):
+                operation.setdefault("parameters", []).append(SANDBOX_PARAMETER)
     return Contract(document)
 
 
@@ -100,15 +118,19 @@ class ControlPlane:
             if op.operation_id == "controlOpenApi":
                 response = Response(self.contract.json_bytes, media_type="application/json")
             else:
-                self.check_token(request.headers.get("authorization"))
-                self.runtime.scheduler.tick()
+                if not op.public:
+                    self.check_token(request.headers.get("authorization"))
                 raw = await request.body()
                 body = self.json.read(raw, request.headers.get("content-type", ""))
                 valid = self.validators[op.operation_id].validate(
                     path_params, list(request.query_params.multi_items()), {}, body
                 )
-                with self.runtime.transaction():  # as on the API: all of its changes, or none
-                    result = _CONTROL[op.operation_id](self.runtime, valid)
+                rt = self.runtime
+                if "sandbox" in valid.query:
+                    rt = self.runtime.sandboxes.get(valid.query["sandbox"]).runtime
+                rt.scheduler.tick()
+                with rt.transaction():  # as on the API: all of its changes, or none
+                    result = _CONTROL[op.operation_id](rt, valid)
                     if inspect.isawaitable(result):
                         result = await result
                     response = json_response(200, {"success": True, **result})

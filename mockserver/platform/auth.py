@@ -25,6 +25,11 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def key_label(digest: str) -> str:
+    """The non-secret label a key is known by (journal, usage), from its hash."""
+    return f"key_{digest[:12]}"
+
+
 @dataclass(frozen=True)
 class Caller:
     workspace_id: str

@@ -176,7 +176,9 @@ class DeliveryWorker:
     def start(self) -> None:
         if self._task is None or self._task.done():
             self._wakeup = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), context=contextvars.Context()
+            )
 
     async def stop(self) -> None:
         if self._task is not None:

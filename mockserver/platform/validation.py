@@ -29,7 +29,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 import jsonschema_rs
@@ -186,6 +186,20 @@ class Secrets:
             elif isinstance(node, list):
                 stack.extend((v, [*path, i], secret) for i, v in enumerate(node))
         return sorted(found, key=len, reverse=True)
+
+    def redacted(self, body: Any) -> Any:
+        """A copy of a body with every value at or under a secret field replaced (journal)."""
+
+        def walk(node: Any, path: list[Any], secret: bool) -> Any:
+            if secret or self.field_at(path) is not None:
+                return REDACTED
+            if isinstance(node, dict):
+                return {k: walk(v, [*path, k], k in self.names) for k, v in node.items()}
+            if isinstance(node, list):
+                return [walk(v, [*path, i], False) for i, v in enumerate(node)]
+            return node
+
+        return walk(body, [], False)
 
     def scrub(self, errors: list[dict[str, str]], body: Any) -> None:
         """Replace any secret of the body still found in a message (escaped or not)."""
@@ -533,7 +547,10 @@ class _Compiler:
         return node
 
 
+@cache
 def compile_all(contract: Contract) -> dict[str, OperationValidator]:
+    """Every operation's validators, compiled once per contract per process (shared by every
+    runtime: the default world, its sandboxes, and mocks started again in one process)."""
     compiler = _Compiler(contract)
     return {
         op_id: OperationValidator(contract, op, compiler)

@@ -1,0 +1,267 @@
+"""The mock inside your own tests: :func:`mock_server`, and the ``mockserver`` pytest fixture.
+
+In-process, like Moto's ``mock_aws``::
+
+    from mockserver.testing import mock_server
+
+    with mock_server() as mock:
+        response = httpx.post(f"{mock.base_url}/v1/projects", headers={
+            **mock.auth(), "Idempotency-Key": "p1"}, json={"title": "Demo"})
+        mock.advance(3600)              # move the mock's clock an hour
+        mock.flush_deliveries()         # make due webhook attempts now, and wait for them
+
+The mock runs in a thread on a free loopback port, with the manual clock and loopback
+callbacks allowed (so a receiver in your test process gets its webhooks). It is stopped, its
+port closed and its thread joined when the block ends.
+
+Against a mock running elsewhere (shared by several CI jobs), pass ``url=`` (or set
+``MOCKSERVER_URL``): the block then works in a sandbox of its own (``POST /_mock/sandboxes``),
+with its own keys, clock, credits and deliveries, ended when the block ends. ``sandbox=True``
+does the same in-process.
+
+With pytest, the kit's plugin gives the ``mockserver`` fixture: one in-process mock per session
+(or the mock at ``--mockserver-url`` / ``MOCKSERVER_URL``) and a fresh sandbox per test, so tests
+never see each other's state, also under ``pytest -n 8`` against one shared mock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+ENV_URL = "MOCKSERVER_URL"
+
+
+@dataclass(frozen=True)
+class Key:
+    key: str
+    workspace: str
+    member: str
+    role: str
+
+
+@dataclass
+class MockServer:
+    """A running mock as a test sees it: where it is, its keys, and the control plane."""
+
+    base_url: str
+    keys: list[Key]
+    sandbox: str | None = None
+    control_token: str | None = None
+    _http: httpx.Client = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        headers = {"Authorization": f"Bearer {self.control_token}"} if self.control_token else {}
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=60)
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def key(self, role: str = "owner", workspace: str | None = None) -> str:
+        """A key of this role (in ``workspace``, default the first workspace that has one)."""
+        for key in self.keys:
+            if key.role == role and workspace in (None, key.workspace):
+                return key.key
+        raise LookupError(f"no {role} key" + (f" in {workspace}" if workspace else ""))
+
+    def auth(self, role: str = "owner", workspace: str | None = None) -> dict[str, str]:
+        """``{"Authorization": "Bearer <key>"}`` for a key of this role."""
+        return {"Authorization": f"Bearer {self.key(role, workspace)}"}
+
+    # -- the control plane -----------------------------------------------------------------
+
+    def control(self, method: str, path: str, body: Any = None, **params: Any) -> dict[str, Any]:
+        """Call ``/_mock{path}`` (in this mock's sandbox, if any); raises on a refusal."""
+        if self.sandbox is not None:
+            params.setdefault("sandbox", self.sandbox)
+        response = self._http.request(
+            method, f"/_mock{path}", json=body, params={k: v for k, v in params.items() if v}
+        )
+        if response.status_code != 200:
+            raise MockError(response)
+        result: dict[str, Any] = response.json()
+        return result
+
+    def now(self) -> str:
+        return str(self.control("GET", "/clock")["now"])
+
+    def advance(self, seconds: float) -> str:
+        """Move the mock's clock forward; jobs, deliveries and schedules follow. The new time."""
+        return str(self.control("POST", "/clock/advance", {"seconds": seconds})["now"])
+
+    def flush_deliveries(self, timeout: float = 30) -> dict[str, Any]:
+        """Make every webhook attempt that is due now, and wait for them."""
+        return self.control("POST", "/deliveries/flush", {"timeoutSeconds": timeout})
+
+    def deliveries(self, **filters: Any) -> list[dict[str, Any]]:
+        """Webhook and callback deliveries, with every attempt (filters: ``state``, ``event``)."""
+        return list(self.control("GET", "/deliveries", **filters)["deliveries"])
+
+    def journal(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The requests the mock answered, newest last."""
+        return list(self.control("GET", "/requests", limit=limit)["requests"])
+
+    def credits(self, workspace: str = "acme") -> int:
+        return int(self.control("GET", f"/workspaces/{workspace}/credits")["balance"])
+
+    def set_credits(self, balance: int, workspace: str = "acme") -> int:
+        path = f"/workspaces/{workspace}/credits"
+        return int(self.control("PUT", path, {"balance": balance})["balance"])
+
+    def fault(
+        self,
+        *,
+        status: int,
+        code: str,
+        operation_id: str | None = None,
+        path: str | None = None,
+        count: int | None = None,
+        retry_after: int | None = None,
+        delay_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """The next request(s) matching ``operation_id`` or ``path`` answer ``status``/``code``."""
+        match = {"operationId": operation_id} if operation_id else {"path": path}
+        spec: dict[str, Any] = {"match": match, "status": status, "code": code}
+        for name, value in (("count", count), ("retryAfter", retry_after), ("delayMs", delay_ms)):
+            if value is not None:
+                spec[name] = value
+        return dict(self.control("POST", "/faults", spec)["fault"])
+
+    def clear_faults(self) -> None:
+        self.control("DELETE", "/faults")
+
+    def reset(self) -> None:
+        """State, clock, limits, faults and journal back to the fixtures."""
+        self.control("POST", "/reset")
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class MockError(RuntimeError):
+    """The control plane refused a call."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(
+            f"{response.request.method} {response.request.url}: "
+            f"{response.status_code} {response.text}"
+        )
+        self.response = response
+
+
+# -- serving in-process -------------------------------------------------------------------------
+
+
+class LocalServer:
+    """A mock app served by uvicorn in a thread on a loopback socket bound before it starts."""
+
+    def __init__(self, **settings: Any) -> None:
+        import uvicorn
+
+        from mockserver.app import create_app
+        from mockserver.settings import Settings
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        port = int(self.sock.getsockname()[1])
+        options = {"clock": "manual", "allow_private_callbacks": True} | settings
+        self.app = create_app(Settings(host="127.0.0.1", port=port, **options))
+        config = uvicorn.Config(
+            self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, name="mockserver", daemon=True
+        )
+        self.base_url = f"http://127.0.0.1:{port}"
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the in-process mock did not start")
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        if self.thread.is_alive():
+            self.thread.join(timeout=10)
+        self.sock.close()
+
+    def keys(self) -> list[Key]:
+        from mockserver.fixtures import load_fixtures
+
+        fixtures = load_fixtures(self.app.settings.fixtures)
+        return [
+            Key(k["key"], w["slug"], k["member"], w["members"][k["member"]]["role"])
+            for w in fixtures["workspaces"]
+            for k in w.get("keys", [])
+        ]
+
+
+@contextlib.contextmanager
+def sandbox_of(handle: MockServer, **spec: Any) -> Iterator[MockServer]:
+    """A new sandbox of the mock ``handle`` reaches, for the block (``POST /_mock/sandboxes``
+    fields in ``spec``); ended when the block ends."""
+    made = handle.control("POST", "/sandboxes", spec or None)["sandbox"]
+    inner = MockServer(
+        handle.base_url,
+        [Key(**k) for k in made["keys"]],
+        sandbox=made["id"],
+        control_token=handle.control_token,
+    )
+    try:
+        yield inner
+    finally:
+        with contextlib.suppress(httpx.HTTPError, MockError):
+            handle.control("DELETE", f"/sandboxes/{inner.sandbox}")
+        inner.close()
+
+
+@contextlib.contextmanager
+def mock_server(
+    url: str | None = None,
+    *,
+    sandbox: bool | dict[str, Any] | None = None,
+    control_token: str | None = None,
+    **settings: Any,
+) -> Iterator[MockServer]:
+    """A mock for the block: in-process (default), or the one at ``url`` / ``MOCKSERVER_URL``.
+
+    ``settings`` (in-process only) are :class:`mockserver.settings.Settings` fields, for
+    example ``seed=7`` or ``fixtures=Path(...)``; the clock is manual and loopback callbacks
+    are allowed unless they say otherwise. Against a shared mock the block always works in a
+    sandbox of its own; ``sandbox=True`` asks for one in-process too. ``sandbox`` may also be a
+    dict of ``POST /_mock/sandboxes`` fields (``{"workspace": "acme"}``).
+    """
+    url = url or os.environ.get(ENV_URL)
+    local = None
+    if url is None:
+        local = LocalServer(control_token=control_token, **settings)
+        local.start()
+        handle = MockServer(local.base_url, local.keys(), control_token=control_token)
+    else:
+        if settings:
+            raise TypeError("settings apply to an in-process mock only, not to " + url)
+        handle = MockServer(url.rstrip("/"), [], control_token=control_token)
+        sandbox = True if sandbox is None else sandbox
+    try:
+        if sandbox:
+            with sandbox_of(handle, **(sandbox if isinstance(sandbox, dict) else {})) as inner:
+                yield inner
+        else:
+            yield handle
+    finally:
+        handle.close()
+        if local is not None:
+            local.stop()

@@ -1,0 +1,79 @@
+"""The request journal: what was asked and answered, secrets redacted, filtered."""
+
+from __future__ import annotations
+
+import json
+
+from mockserver.platform.journal import BODY_LIMIT
+
+SECRET = "journal-secret-" + "j" * 30
+URL = "https://93.184.216.34/hooks"
+
+
+def journal(control, **filters) -> list[dict]:
+    query = "&".join(f"{k}={v}" for k, v in filters.items())
+    return control.call("GET", f"/requests?{query}")["requests"]
+
+
+def test_entries_hold_query_bodies_code_and_key_label(api, control):
+    api.get("/v1/campaigns", params={"status": "active", "limit": 2})
+    api.post("/v1/products", json={"name": ""}, key="editor")
+    listed, refused = journal(control, limit=2)
+    assert listed["query"] == {"status": ["active"], "limit": ["2"]}
+    assert listed["requestBody"] is None and listed["code"] is None
+    assert len(listed["responseBody"]["campaigns"]) == 2
+    assert refused["operationId"] == "createProduct" and refused["status"] == 400
+    assert refused["code"] == "invalid_request"
+    assert refused["requestBody"] == {"name": ""}
+    assert refused["responseBody"]["details"]["errors"][0]["path"] == "/name"
+    assert refused["keyId"].startswith("key_") and "sk_test" not in json.dumps(refused)
+
+
+def test_secrets_are_redacted_in_request_bodies(api, control):
+    api.post(
+        "/v1/webhook-subscriptions",
+        json={"url": URL, "events": ["job.completed"], "secret": SECRET},
+        headers={"Idempotency-Key": "s1"},
+    )
+    api.post(
+        "/v1/video/render",
+        json={
+            "projectId": "prj_acme_01",
+            "story": "A walk.",
+            "callbackUrl": URL,
+            "callbackSecret": SECRET[:20],  # too short: refused, and still never shown
+        },
+    )
+    entries = journal(control, limit=2)
+    assert entries[0]["requestBody"]["secret"] == "[secret]"
+    assert entries[1]["requestBody"]["callbackSecret"] == "[secret]"
+    assert entries[1]["requestBody"]["story"] == "A walk."
+    assert SECRET[:20] not in json.dumps(entries)
+
+
+def test_filters_by_operation_status_code_and_key(api, control):
+    api.get("/v1/products")
+    api.get("/v1/products", key="viewer")
+    api.post("/v1/products", json={}, key="viewer")
+    api.get("/v1/projects")
+    assert [e["operationId"] for e in journal(control, operationId="listProducts")] == [
+        "listProducts",
+        "listProducts",
+    ]
+    assert [e["status"] for e in journal(control, status=400)] == [400]
+    assert len(journal(control, code="invalid_request")) == 1
+    by_key = journal(control, key="sk_test_acme_viewer")
+    assert [e["operationId"] for e in by_key] == ["listProducts", "createProduct"]
+    assert journal(control, key=by_key[0]["keyId"]) == by_key
+
+
+def test_large_and_non_json_bodies_are_kept_as_sizes(api, control):
+    big = {"name": "n", "description": "d" * (BODY_LIMIT + 10)}
+    api.post("/v1/products", json=big)
+    broken_body = b'{"name": "x", "secret": "' + SECRET.encode() + b'"'
+    api.post("/v1/products", content=broken_body, headers={"Content-Type": "application/json"})
+    oversize, broken = journal(control, limit=2)
+    assert oversize["requestBody"]["omitted"].startswith("over")
+    assert oversize["requestBody"]["bytes"] > BODY_LIMIT
+    assert broken["requestBody"] == {"omitted": "not JSON", "bytes": len(broken_body)}
+    assert SECRET not in json.dumps(broken)

@@ -1,0 +1,160 @@
+"""mockserver.testing: the mock inside an integrator's own tests, and the pytest fixture."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import socket
+import textwrap
+import threading
+
+import httpx
+import pytest
+import requests
+
+from mockserver.testing import mock_server
+from tests.support.contract_check import check_response
+
+pytest_plugins = ["pytester"]
+FILM = {"title": "T", "logline": "L", "genre": "drama", "projectId": "prj_acme_01"}
+
+
+def verified(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """The README's verifier: HMAC-SHA256 over ``<timestamp>.<raw body>``, ``sha256=`` hex."""
+    message = headers["x-service-timestamp"].encode() + b"." + body
+    expected = "sha256=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, headers["x-service-signature"])
+
+
+def test_an_in_process_mock_with_httpx_and_requests(receiver):
+    with mock_server(seed=5) as mock:
+        assert mock.base_url.startswith("http://127.0.0.1:")
+        assert mock.key() == "sk_test_acme_owner" and mock.key("viewer").endswith("viewer")
+        created = httpx.post(
+            f"{mock.base_url}/v1/projects",
+            headers={**mock.auth(), "Idempotency-Key": "p1"},
+            json={"title": "Demo"},
+        )
+        check_response(created)
+        assert created.status_code == 200
+        listed = requests.get(f"{mock.base_url}/v1/projects", headers=mock.auth(), timeout=10)
+        assert listed.status_code == 200
+        assert created.json()["project"]["id"] in [p["id"] for p in listed.json()["projects"]]
+
+        secret = "c" * 40
+        render = httpx.post(
+            f"{mock.base_url}/v1/video/render",
+            headers=mock.auth(),
+            json={
+                "projectId": "prj_acme_01",
+                "story": "A walk.",
+                "callbackUrl": receiver.url + "/hook",
+                "callbackSecret": secret,
+            },
+        )
+        check_response(render)
+        assert mock.now() == "2026-11-20T09:00:00Z"
+        assert mock.advance(7200) == "2026-11-20T11:00:00Z"
+        mock.flush_deliveries()
+        [delivery] = receiver.deliveries
+        assert verified(secret, delivery.headers, delivery.body)
+        assert delivery.headers["x-service-job-id"] == render.json()["job"]["id"]
+        assert [d["state"] for d in mock.deliveries()] == ["delivered"]
+        assert mock.journal(limit=3)[-1]["operationId"] == "renderVideo"
+
+        assert mock.set_credits(0) == 0 and mock.credits() == 0
+        poor = httpx.post(f"{mock.base_url}/v1/text/film", headers=mock.auth(), json=FILM)
+        assert poor.status_code == 402
+        mock.fault(operation_id="listProducts", status=503, code="upstream_unavailable")
+        assert httpx.get(f"{mock.base_url}/v1/products", headers=mock.auth()).status_code == 503
+        mock.reset()
+        assert mock.credits() == 10_000
+
+
+def test_a_sandboxed_block_sees_nothing_of_another(live_server):
+    with mock_server(live_server.base_url) as first, mock_server(live_server.base_url) as second:
+        assert first.sandbox and second.sandbox and first.sandbox != second.sandbox
+        httpx.post(f"{first.base_url}/v1/products", headers=first.auth(), json={"name": "A"})
+        first.advance(60)
+        names = lambda m: [  # noqa: E731
+            p["name"]
+            for p in httpx.get(f"{m.base_url}/v1/products", headers=m.auth()).json()["products"]
+        ]
+        assert "A" in names(first) and "A" not in names(second)
+        assert first.now() == "2026-11-20T09:01:00Z" and second.now() == "2026-11-20T09:00:00Z"
+        sandbox = first.sandbox
+    gone = httpx.get(f"{live_server.base_url}/_mock/sandboxes/{sandbox}")
+    assert gone.status_code == 404
+
+
+def resources() -> tuple[int, int]:
+    return threading.active_count(), len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts file handles in /proc")
+def test_starting_and_stopping_a_hundred_times_leaks_nothing():
+    with mock_server() as mock:  # the first start pays for what is cached for the process
+        httpx.get(f"{mock.base_url}/v1/openapi.json")
+    threads, handles = resources()
+    ports = []
+    for _ in range(100):
+        with mock_server() as mock:
+            assert httpx.get(f"{mock.base_url}/v1/capabilities", headers=mock.auth()).is_success
+            ports.append(int(mock.base_url.rsplit(":", 1)[1]))
+    after_threads, after_handles = resources()
+    assert after_threads <= threads, (threads, after_threads)
+    assert after_handles <= handles + 2, (handles, after_handles)
+    for port in ports[-5:]:  # nothing listens on the ports any more
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+PLUGIN_TEST = """
+import json, os, pathlib, httpx
+
+def test_isolated_{n}(mockserver, tmp_path_factory):
+    made = httpx.post(mockserver.base_url + "/v1/projects", headers={{**mockserver.auth(),
+        "Idempotency-Key": "same"}}, json={{"title": "t"}}).json()["project"]
+    mockserver.advance(3600)
+    job = httpx.post(mockserver.base_url + "/v1/text/film", headers=mockserver.auth(), json={{
+        "title": "T", "logline": "L", "genre": "drama", "projectId": made["id"]}}).json()
+    seen = [p["id"] for p in httpx.get(mockserver.base_url + "/v1/projects",
+        headers=mockserver.auth(), params={{"limit": 100}}).json()["projects"]]
+    out = pathlib.Path(os.environ["RESULTS"]) / "{n}.json"
+    out.write_text(json.dumps({{"project": made["id"], "seen": seen, "cost": job["cost"],
+        "now": mockserver.now(), "credits": mockserver.credits()}}))
+"""
+
+
+def test_the_fixture_gives_each_test_a_sandbox_even_under_xdist(
+    pytester, monkeypatch, live_server, tmp_path
+):
+    pytester.makepyfile(**{f"test_flow_{n}": PLUGIN_TEST.format(n=n) for n in range(8)})
+    monkeypatch.setenv("RESULTS", str(tmp_path))
+    result = pytester.runpytest_subprocess("-n", "4", "--mockserver-url", live_server.base_url)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=8)
+    runs = [(tmp_path / f"{n}.json").read_text() for n in range(8)]
+    assert len(set(runs)) == 1, runs  # eight tests on one mock, as if each had its own
+    sandboxes = httpx.get(f"{live_server.base_url}/_mock/sandboxes").json()["sandboxes"]
+    assert sandboxes == []
+
+
+def test_the_fixture_starts_a_mock_in_process_when_given_no_url(pytester, monkeypatch):
+    pytester.makepyfile(
+        textwrap.dedent(
+            """
+            import httpx
+
+            def test_one(mockserver):
+                assert mockserver.sandbox and mockserver.base_url.startswith("http://127.0.0.1:")
+                r = httpx.get(mockserver.base_url + "/v1/products", headers=mockserver.auth())
+                assert r.status_code == 200
+            """
+        )
+    )
+    monkeypatch.delenv("MOCKSERVER_URL", raising=False)
+    result = pytester.runpytest_subprocess()  # the plugin comes from the kit's entry point
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
