@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mockserver import webhook_cli
 from mockserver.fixtures import FixtureError, load_fixtures
 from mockserver.platform.envelope import iso_z
 from mockserver.registry import StartupError
@@ -99,12 +100,36 @@ def build_serve_parser(prog: str = "mockserver") -> argparse.ArgumentParser:
         help="require Authorization: Bearer TOKEN on /_mock/",
     )
     parser.add_argument(
+        "--sandbox-ttl",
+        type=positive(float),
+        default=3600.0,
+        metavar="SECONDS",
+        help="an idle sandbox ends after this many seconds (default %(default)g)",
+    )
+    parser.add_argument(
+        "--max-sandboxes",
+        type=positive(int),
+        default=64,
+        metavar="N",
+        help="at most N sandboxes live at once (default %(default)s)",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=("critical", "error", "warning", "info", "debug")
     )
     parser.add_argument(
         "--defect", action="append", default=[], metavar="NAME", help=argparse.SUPPRESS
     )
     return parser  # fmt: skip
+
+
+def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def read(text: str) -> float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+        return value
+
+    return read
 
 
 class PortInUse(OSError):
@@ -143,6 +168,8 @@ def settings_from(args: argparse.Namespace, port: int) -> Settings:
         control_plane=args.control_plane,
         control_token=args.control_token,
         log_level=args.log_level,
+        sandbox_ttl=args.sandbox_ttl,
+        max_sandboxes=args.max_sandboxes,
         defects=frozenset(args.defect),
     )
 
@@ -222,11 +249,15 @@ Run = Callable[[argparse.Namespace], int]
 #: there is none, so a command's name must not start with ``-``.
 COMMANDS: dict[str, tuple[BuildParser, Run]] = {
     "serve": (build_serve_parser, serve),
-    # "listen": (listen.build_parser, listen.run),    # to come
-    # "trigger": (trigger.build_parser, trigger.run),  # to come
+    "listen": (webhook_cli.build_listen_parser, webhook_cli.run_listen),
+    "trigger": (webhook_cli.build_trigger_parser, webhook_cli.run_trigger),
 }
 
-SUMMARIES: dict[str, str] = {"serve": "serve the mock (the default command)"}
+SUMMARIES: dict[str, str] = {
+    "serve": "serve the mock (the default command)",
+    "listen": "forward a running mock's webhooks to a local endpoint, signatures checked",
+    "trigger": "make a webhook event happen now in a running mock (trigger --list)",
+}
 
 
 def commands_epilog() -> str:

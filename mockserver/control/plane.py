@@ -47,7 +47,7 @@ def control(operation_id: str) -> Callable[[ControlHandler], ControlHandler]:
     return register
 
 
-PLANE_FRAGMENTS = ("sandboxes.yaml",)  # beside openapi.yaml: more of the plane's own operations
+PLANE_FRAGMENTS = ("sandboxes.yaml", "events.yaml")  # beside openapi.yaml: more operations
 SANDBOX_PARAMETER = {"$ref": "#/components/parameters/Sandbox"}
 
 
@@ -89,7 +89,10 @@ class ControlPlane:
     """An ASGI app for ``/_mock/...``."""
 
     def __init__(self, runtime: Runtime, token: str | None) -> None:
-        from mockserver.control import handlers  # noqa: F401  (registers the built-in operations)
+        from mockserver.control import (
+            events,  # noqa: F401  (trigger and listen)
+            handlers,  # noqa: F401  (registers the built-in operations)
+        )
 
         load_area_controls()
 

@@ -13,6 +13,9 @@
   ``attempts`` bounds the tries. ``eventId`` never changes across retries and replays.
 - Attempts run on the mock clock (due when the clock reaches them) but in a background task:
   a slow or dead receiver never holds up request handling.
+- A ``mockserver listen`` subscription (``_listener``, made by ``POST /_mock/listeners``) and its
+  deliveries may reach loopback (only loopback, plain http allowed) without
+  ``--allow-private-callbacks``; every other delivery is held to the rules above.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
+import ipaddress
 import json
 import logging
 import time
@@ -56,8 +60,9 @@ def _enqueue(
     event_id: str,
     body: str,
     replay_of: str | None = None,
+    listener: bool = False,
 ) -> dict[str, Any]:
-    record = {
+    record: dict[str, Any] = {
         "id": rt.world.ids.new("dlv"),
         "workspaceId": workspace_id,
         "target": target,
@@ -73,6 +78,8 @@ def _enqueue(
         "createdAt": iso_z(rt.clock.now()),
         "replayOf": replay_of,
     }
+    if listener:
+        record["_listener"] = True  # may reach loopback (check_listener_address)
     deliveries(rt)[record["id"]] = record
     if rt.delivery is not None:
         rt.delivery.wake()
@@ -112,6 +119,7 @@ def enqueue_subscriptions(
                 event=event,
                 event_id=payload["eventId"],
                 body=body,
+                listener=bool(subscription.get("_listener")),
             )
 
 
@@ -131,7 +139,29 @@ def replay(rt: Runtime, delivery_id: str) -> dict[str, Any] | None:
         event_id=original["eventId"],
         body=original["body"],
         replay_of=original["id"],
+        listener=bool(original.get("_listener")),
     )
+
+
+def check_listener_address(url: str, ip_text: str) -> None:
+    """A listener's delivery goes to loopback only (``mockserver listen`` runs beside the mock)."""
+    try:
+        ip = ipaddress.ip_address(ip_text)
+    except ValueError:
+        raise urlpolicy.refusal(url, "invalid_url", detail="unreadable address") from None
+    embedded = urlpolicy.embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+    if not (embedded or ip).is_loopback:
+        raise urlpolicy.UrlRefused(
+            url, "not_loopback", f"a listener delivers to loopback only, not {ip}"
+        )
+
+
+async def check_listener_url(url: str) -> urlpolicy.ResolvedTarget:
+    """A listener's url: http(s), resolving only to loopback addresses."""
+    resolved = await urlpolicy.resolve_and_check(url, allow_private=True)
+    for ip in resolved.addresses:
+        check_listener_address(url, str(ip))
+    return resolved
 
 
 def view(record: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +198,9 @@ class DeliveryWorker:
         self.rt = rt
         self.policy = rt.contract.limits["webhookDelivery"]
         self._wakeup: asyncio.Event | None = None
-        self._in_flight: dict[str, asyncio.Task[None]] = {}
+        # Attempts under way, by record object (not by id: after a reset with a seed, a new
+        # record may carry the id of one an old attempt is still sending).
+        self._in_flight: dict[int, asyncio.Task[None]] = {}
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -202,7 +234,7 @@ class DeliveryWorker:
             if record["state"] == "pending"
             and record["nextAttemptAt"] is not None
             and record["nextAttemptAt"] <= now
-            and record["id"] not in self._in_flight
+            and id(record) not in self._in_flight
         ]
 
     def _start_due(self) -> list[asyncio.Task[None]]:
@@ -212,8 +244,9 @@ class DeliveryWorker:
             task = asyncio.get_running_loop().create_task(
                 self._attempt(record), context=contextvars.Context()
             )
-            self._in_flight[record["id"]] = task
-            task.add_done_callback(lambda _t, key=record["id"]: self._in_flight.pop(key, None))
+            key = id(record)
+            self._in_flight[key] = task
+            task.add_done_callback(lambda _t, key=key: self._in_flight.pop(key, None))
             started.append(task)
         return started
 
@@ -319,7 +352,11 @@ class DeliveryWorker:
         self, record: dict[str, Any], secret: str, sent_at: datetime, number: int
     ) -> tuple[int, int | None]:
         allow_private = self.rt.settings.allow_private_callbacks
-        resolved = await urlpolicy.resolve_and_check(record["url"], allow_private=allow_private)
+        listener = bool(record.get("_listener")) and not allow_private
+        if listener:
+            resolved = await check_listener_url(record["url"])
+        else:
+            resolved = await urlpolicy.resolve_and_check(record["url"], allow_private=allow_private)
         url, host_headers, extensions = urlpolicy.pinned_request_args(resolved)
         body = record["body"].encode()
         timestamp = signing.format_timestamp(sent_at)
@@ -348,7 +385,9 @@ class DeliveryWorker:
             )
             stream = response.extensions.get("network_stream")
             peer = stream.get_extra_info("server_addr") if stream is not None else None
-            if peer:
+            if peer and listener:
+                check_listener_address(record["url"], str(peer[0]))
+            elif peer:
                 urlpolicy.check_connected_address(
                     str(peer[0]), allow_private=allow_private, url=record["url"]
                 )

@@ -170,7 +170,8 @@ def test_an_unknown_command_is_one_line_and_exit_2(capsys: pytest.CaptureFixture
         cli.main(["frobnicate", "--port", "0"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
-        "mockserver: unknown command 'frobnicate' (commands: serve; default: serve)\n"
+        "mockserver: unknown command 'frobnicate' "
+        "(commands: serve, listen, trigger; default: serve)\n"
     )
 
 

@@ -339,6 +339,15 @@ def resume(
     rt.scheduler.due(job["_plan"][min(job["_step"], len(job["_plan"]) - 1)]["at"])
 
 
+def hurry(rt: Runtime, workspace_id: str, job: dict[str, Any], now: datetime) -> None:
+    """Make every remaining step of an in-flight job fall due ``now`` and apply them: the job
+    reaches its hold, or its terminal state, at once (``mockserver trigger``)."""
+    moment = _at(now)
+    for step in job["_plan"][job["_step"] :]:
+        step["at"] = min(step["at"], moment)
+    advance_job(rt, workspace_id, job, now)
+
+
 def decide(
     rt: Runtime, workspace_id: str, job: dict[str, Any], status: str, immediately: bool
 ) -> None:

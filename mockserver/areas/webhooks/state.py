@@ -6,6 +6,10 @@
   any endpoint.
 - ``enabled: false`` disables the subscription: no new deliveries, and pending retries stop;
   ``enabled: true`` enables it again. A deleted subscription gets no further attempts.
+- ``mockserver listen`` makes a *listener* subscription through the control plane
+  (:func:`create_listener`): a normal subscription (listed, readable, deletable by the API, its
+  secret never returned by it) marked ``_listener``, whose deliveries may reach loopback without
+  ``--allow-private-callbacks`` (platform/delivery.py). Changing its url drops the mark.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from typing import Any
 
 from mockserver.call import Call
 from mockserver.platform.delivery import SUBSCRIPTIONS
-from mockserver.platform.envelope import public
+from mockserver.platform.envelope import iso_z, public
 from mockserver.platform.errors import not_found
+from mockserver.runtime import Runtime
+
+LISTENER_DESCRIPTION = "mockserver listen"
 
 
 def get(call: Call, subscription_id: str) -> dict[str, Any]:
@@ -49,12 +56,50 @@ def create(call: Call, body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def create_listener(
+    rt: Runtime, workspace_id: str, *, url: str, events: list[str], secret: str
+) -> dict[str, Any]:
+    """A subscription for ``mockserver listen`` (its url already checked to be loopback)."""
+    now = iso_z(rt.clock.now())
+    return rt.world.insert(
+        workspace_id,
+        SUBSCRIPTIONS,
+        {
+            "id": rt.world.ids.new("whk"),
+            "url": url,
+            "events": list(dict.fromkeys(events)),
+            "enabled": True,
+            "description": LISTENER_DESCRIPTION,
+            "createdAt": now,
+            "updatedAt": now,
+            "_secret": rt.secrets.seal(secret),
+            "_listener": True,
+        },
+    )
+
+
+def find_listener(rt: Runtime, subscription_id: str) -> tuple[str, dict[str, Any]] | None:
+    """``(workspace id, subscription)`` of a listener subscription, or None."""
+    for workspace_id in rt.world.workspaces:
+        found = rt.world.get(workspace_id, SUBSCRIPTIONS, subscription_id)
+        if found is not None and found.get("_listener"):
+            return workspace_id, found
+    return None
+
+
+def delete_listener(rt: Runtime, workspace_id: str, subscription_id: str) -> None:
+    del rt.world.collection(workspace_id, SUBSCRIPTIONS)[subscription_id]
+
+
 def update(call: Call, subscription: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     for field, value in changes.items():
         if field == "secret":
             subscription["_secret"] = call.runtime.secrets.seal(value)
         elif field == "events":
             subscription["events"] = list(dict.fromkeys(value))
+        elif field == "url":
+            subscription["url"] = value
+            subscription.pop("_listener", None)  # a new url is held to the usual rules
         else:
             subscription[field] = value
     subscription["updatedAt"] = call.now_iso
