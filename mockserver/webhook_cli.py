@@ -201,7 +201,10 @@ def build_listen_parser(prog: str = "mockserver listen") -> argparse.ArgumentPar
         "signature checked, to a local endpoint. Ctrl-C removes the subscription.",
     )
     parser.add_argument(
-        "--forward-to", required=True, metavar="URL", help="where to forward deliveries"
+        "--forward-to",
+        default=None,
+        metavar="URL",
+        help="where to forward deliveries (without it, each is verified, printed and answered 200)",
     )
     parser.add_argument(
         "--events", default=None, metavar="E1,E2", help="only these events (default all)"
@@ -229,7 +232,7 @@ def run_listen(args: argparse.Namespace) -> int:
 class Forwarder:
     """Receives the mock's deliveries (HTTP/1.1 on loopback), checks, forwards, answers."""
 
-    def __init__(self, forward_to: str) -> None:
+    def __init__(self, forward_to: str | None) -> None:
         self.forward_to = forward_to
         self.secret = ""
 
@@ -277,12 +280,17 @@ class Forwarder:
             for name, value in headers
             if name.lower().startswith("x-service-") or name.lower() in FORWARDED_HEADERS
         ]
-        try:
-            async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT, follow_redirects=False) as out:
-                response = await out.post(self.forward_to, content=body, headers=forwarded)
-            status, answer = response.status_code, str(response.status_code)
-        except httpx.HTTPError as exc:  # the mock retries a 502, as it would a network error
-            status, answer = 502, f"error: {type(exc).__name__}: {exc}".rstrip(": ")
+        if self.forward_to is None:
+            status, answer = 200, "200 (not forwarded)"
+        else:
+            try:
+                async with httpx.AsyncClient(
+                    timeout=FORWARD_TIMEOUT, follow_redirects=False
+                ) as out:
+                    response = await out.post(self.forward_to, content=body, headers=forwarded)
+                status, answer = response.status_code, str(response.status_code)
+            except httpx.HTTPError as exc:  # the mock retries a 502, as on a network error
+                status, answer = 502, f"error: {type(exc).__name__}: {exc}".rstrip(": ")
         print(
             f"{timestamp or '-'}  {lower.get('x-service-event', '-'):<22} "
             f"{lower.get('x-service-event-id', '-')}  "
@@ -321,10 +329,11 @@ async def _listen(args: argparse.Namespace, host: str, port: int) -> int:
         forwarder.secret = created["secret"]
         subscription = created["subscription"]
         where = f" sandbox {args.sandbox}," if args.sandbox else ""
+        target = f"forwarding to {args.forward_to}" if args.forward_to else "not forwarding"
         print(
             f"listening on {receive_at} for {', '.join(subscription['events'])}\n"
             f"  subscription {subscription['id']} in{where} workspace {created['workspace']}, "
-            f"forwarding to {args.forward_to}\n"
+            f"{target}\n"
             f"  signing secret {created['secret']}\n"
             "  ready (Ctrl-C to stop)",
             flush=True,

@@ -361,6 +361,25 @@ def test_listen_forwards_signed_deliveries_to_a_local_endpoint_and_cleans_up(
         http.close()
 
 
+def test_listen_without_a_forward_target_verifies_and_prints(private_mock):
+    """The first-hour path of the README: listen, trigger, see a verified delivery."""
+    listen = Process(["listen", "--url", private_mock, "--events", "job.completed"])
+    try:
+        listen.expect(r"not forwarding")
+        listen.expect(r"ready")
+        trigger = Process(["trigger", "job.completed", "--url", private_mock])
+        assert trigger.popen.wait(timeout=30) == 0
+        httpx.post(f"{private_mock}/_mock/deliveries/flush", json={}, timeout=30)
+        line = listen.expect(r"job\.completed").string
+        assert re.search(r"signature ok\s+-> 200 \(not forwarded\)$", line), line
+        delivered = httpx.get(f"{private_mock}/_mock/deliveries", timeout=10).json()
+        assert [d["state"] for d in delivered["deliveries"]] == ["delivered"]
+        listen.popen.send_signal(signal.SIGINT)
+        assert listen.popen.wait(timeout=15) == 0
+    finally:
+        listen.stop()
+
+
 def test_listener_urls_are_loopback_only(live_server):
     response = httpx.post(
         f"{live_server.base_url}/_mock/listeners", json={"url": "https://8.8.8.8/hooks"}
