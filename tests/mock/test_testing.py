@@ -132,7 +132,7 @@ def test_the_fixture_gives_each_test_a_sandbox_even_under_xdist(
 ):
     pytester.makepyfile(**{f"test_flow_{n}": PLUGIN_TEST.format(n=n) for n in range(8)})
     monkeypatch.setenv("RESULTS", str(tmp_path))
-    result = pytester.runpytest_subprocess("-n", "4", "--mockserver-url", live_server.base_url)
+    result = pytester.runpytest_subprocess("-n", "8", "--mockserver-url", live_server.base_url)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=8)
     runs = [(tmp_path / f"{n}.json").read_text() for n in range(8)]
