@@ -55,14 +55,14 @@ class ProgressDisplay:
 
 def summary_table(report: Report) -> Table:
     table = Table(title=f"Conformance of {report.base_url} ({report.profile} profile)")
-    for column in ("check", "requests", "passed", "failed", "skipped (why)"):
+    for column in ("check", "requests", "judgements", "failed", "skipped (why)"):
         table.add_column(column, overflow="fold")
     for result in report.checks:
         style = _STYLES[result.status]
         table.add_row(
             f"[{style}]{escape(result.name)}[/]",
             str(result.requests),
-            str(result.passed),
+            str(result.judgements),
             f"[{style}]{result.failed}[/]" if result.failed else "0",
             escape(_skips(result)),
         )
@@ -70,10 +70,7 @@ def summary_table(report: Report) -> Table:
 
 
 def _skips(result: CheckResult) -> str:
-    text = result.skip_summary()
-    if result.status == "skipped" and not text:
-        return "nothing to judge"
-    return text
+    return result.skip_summary()
 
 
 def print_report(console: Console, report: Report) -> None:
@@ -89,11 +86,14 @@ def print_report(console: Console, report: Report) -> None:
         )
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]", soft_wrap=True)
-    verdict = "[green]PASSED[/]" if report.ok else "[bold red]FAILED[/]"
+    verdict = {"passed": "[green]PASSED[/]", "failed": "[bold red]FAILED[/]"}.get(
+        report.verdict, "[yellow]NOTHING JUDGED[/] (every check was skipped)"
+    )
     counts = {s: sum(1 for c in report.checks if c.status == s) for s in _STYLES}
+    judgements = sum(c.judgements for c in report.checks)
     console.print(
-        f"{verdict}: {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['skipped']} skipped; {report.requests} requests; seed {report.seed} "
-        f"(rerun with --seed {report.seed})",
+        f"{verdict}: checks {counts['passed']} passed, {counts['failed']} failed, "
+        f"{counts['skipped']} skipped; {report.requests} requests made, {judgements} "
+        f"judgements; seed {report.seed} (rerun with --seed {report.seed})",
         soft_wrap=True,
     )

@@ -104,7 +104,7 @@ def _row(result: CheckResult) -> str:
         html.escape(result.name),
         f'<span class="{result.status}">{result.status}</span>',
         str(result.requests),
-        str(result.passed),
+        str(result.judgements),
         str(result.failed),
         html.escape(result.skip_summary()),
         html.escape(result.description),
@@ -136,8 +136,8 @@ def _failure(failure: Failure) -> str:
 
 
 def html_page(report: Report) -> str:
-    verdict = "PASSED" if report.ok else "FAILED"
-    head = ["check", "status", "requests", "passed", "failed", "skipped (why)", "rule"]
+    verdict = report.verdict.upper()
+    head = ["check", "status", "requests", "judgements", "failed", "skipped (why)", "rule"]
     warnings = "".join(
         f"<li>{html.escape(w.check)}: {html.escape(w.message)}</li>" for w in report.warnings
     )

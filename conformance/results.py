@@ -8,6 +8,9 @@ from typing import Any
 
 from conformance.target import Exchange
 
+NOTHING_JUDGED = "nothing judged"
+EXIT_NOTHING_JUDGED = 3  # every check skipped: the run judged nothing, so it did not pass
+
 
 @dataclass
 class Failure:
@@ -70,6 +73,11 @@ class CheckResult:
         return sum(f.occurrences for f in self.failures)
 
     @property
+    def judgements(self) -> int:
+        """Judgements made: observations held to a rule, passing or failing (not requests)."""
+        return self.passed + self.failed
+
+    @property
     def status(self) -> str:
         if self.failures:
             return "failed"
@@ -89,6 +97,7 @@ class CheckResult:
             "description": self.description,
             "status": self.status,
             "requests": self.requests,
+            "judgements": self.judgements,
             "passed": self.passed,
             "failed": self.failed,
             "skipped": dict(self.skipped),
@@ -124,8 +133,18 @@ class Report:
         return not self.failures
 
     @property
+    def verdict(self) -> str:
+        """``failed``, ``passed`` (a check judged something and none failed), or ``nothing
+        judged``: a run whose every check was skipped has not passed."""
+        if self.failures:
+            return "failed"
+        if any(c.status == "passed" for c in self.checks):
+            return "passed"
+        return NOTHING_JUDGED
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.ok else 1
+        return {"passed": 0, "failed": 1}.get(self.verdict, EXIT_NOTHING_JUDGED)
 
     def result(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)
@@ -145,11 +164,16 @@ class Report:
             "requests": self.requests,
             "maxRequests": self.max_requests,
             "ok": self.ok,
+            "verdict": self.verdict,
             "exitCode": self.exit_code,
             "notes": list(self.notes),
             "summary": {
-                status: sum(1 for c in self.checks if c.status == status)
-                for status in ("passed", "failed", "skipped")
+                **{
+                    status: sum(1 for c in self.checks if c.status == status)
+                    for status in ("passed", "failed", "skipped")
+                },
+                "requests": self.requests,
+                "judgements": sum(c.judgements for c in self.checks),
             },
             "checks": [c.to_dict() for c in self.checks],
         }

@@ -330,6 +330,7 @@ def _segment(value: str) -> str:
 
 
 Listener = Callable[[str, Any], None]
+NOTHING_TO_JUDGE = "nothing to judge"  # it made no observation it could hold to its rule
 
 
 def run_checks(
@@ -364,6 +365,9 @@ def run_checks(
             emit("check-end", result)
     finally:
         session.target.observers.remove(observe)
+    for result in results.values():
+        if not result.judgements and not result.skipped:
+            result.skipped[NOTHING_TO_JUDGE] += 1  # never a vacuous pass
     return [results[c.name] for c in checks]
 
 

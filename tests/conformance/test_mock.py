@@ -63,3 +63,17 @@ def test_the_rate_limit_probe_drives_the_mock_to_429_and_waits_on_its_clock():
     assert result.status == "passed", [f.message for f in report.failures]
     assert result.requests == 102  # 1 + the 99 left + the 429 + one after Retry-After
     assert not report.notes  # the mock's clock was moved: nobody slept
+
+
+def test_a_check_that_judges_nothing_is_skipped_and_so_is_the_run():
+    """envelope-timestamps only observes other checks' exchanges; alone it sees none."""
+    with live_mock() as mock:
+        report = run_quietly(
+            base_url=mock.base_url, api_key="sk_test_acme_owner", only=["envelope-timestamps"]
+        )
+    result = report.result("envelope-timestamps")
+    assert result.status == "skipped" and result.judgements == 0
+    assert result.skip_summary() == "nothing to judge"
+    assert report.verdict == "nothing judged" and report.exit_code == 3
+    data = report.to_dict()
+    assert data["verdict"] == "nothing judged" and data["summary"]["judgements"] == 0

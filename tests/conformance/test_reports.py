@@ -63,6 +63,9 @@ def test_reports_are_written_and_well_formed(tmp_path: Path):
 
     data = json.loads(paths["report.json"].read_text())
     assert data["ok"] is False and data["exitCode"] == 1 and data["seed"] == 11
+    assert data["verdict"] == "failed"
+    assert data["summary"]["requests"] == data["requests"]
+    assert data["summary"]["judgements"] == sum(c["judgements"] for c in data["checks"])
     by_name = {c["name"]: c for c in data["checks"]}
     assert by_name["idempotency-replay"]["status"] == "skipped"
     assert by_name["idempotency-replay"]["skipped"] == {
@@ -78,6 +81,6 @@ def test_reports_are_written_and_well_formed(tmp_path: Path):
     parser = _Tables()
     parser.feed(page)
     assert parser.tables == 1
-    assert {"check", "requests", "passed", "failed"} <= set(parser.cells)
+    assert {"check", "requests", "judgements", "failed"} <= set(parser.cells)
     assert set(ONLY) <= set(parser.cells)
     assert "Reproduce" in page and KEY not in page
