@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.checks import Check, SelectionError, select
+from conformance.checks import Check, SelectionError, select, shard
 from conformance.contract import Contract
 from conformance.mockprocess import MockProcess, MockStartError, fixture_keys, owner_key
 from conformance.profiles import PROFILES
@@ -56,6 +56,7 @@ class RunConfig:
     seed: int | None = None
     only: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
+    shard: tuple[int, int] | None = None  # (index from 1, count): this job's part of the run
     receiver_listen: str = "127.0.0.1:0"
     receiver_url: str | None = None
     webhook_wait: float = 60.0  # seconds to wait for deliveries from a real deployment
@@ -103,9 +104,15 @@ def validate(config: RunConfig) -> list[Check]:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        return select(config.only, config.skip)
+        checks = select(config.only, config.skip)
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
+    if config.shard is not None:
+        index, count = config.shard
+        if not 1 <= index <= count:
+            raise UsageError(f"--shard {index}/{count}: give I/N with 1 <= I <= N")
+        checks = shard(checks, index, count)
+    return checks
 
 
 def _acceptable_receiver(url: str) -> bool:

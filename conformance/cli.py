@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--only", nargs="+", default=[], metavar="CHECK", help="checks or families to run"
     )
     how.add_argument("--skip", nargs="+", default=[], metavar="CHECK", help="checks to leave out")
+    how.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/N",
+        help="run part I of N: N CI jobs with --shard 1/N ... N/N together make one full run",
+    )
     hooks = run_parser.add_argument_group("webhooks")
     hooks.add_argument(
         "--receiver-listen",
@@ -138,6 +145,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         seed=args.seed,
         only=args.only,
         skip=args.skip,
+        shard=args.shard,
         receiver_listen=args.receiver_listen,
         receiver_url=args.receiver_url,
         webhook_wait=args.webhook_wait,
@@ -146,6 +154,13 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         report_html=args.report_html,
         mock_defects=args.mock_defect,
     )
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, slash, count = text.partition("/")
+    if not slash or not index.isdigit() or not count.isdigit() or not 1 <= int(index) <= int(count):
+        raise argparse.ArgumentTypeError(f"{text!r}: give I/N with 1 <= I <= N, such as 2/4")
+    return int(index), int(count)
 
 
 def command_run(args: argparse.Namespace) -> int:

@@ -94,6 +94,16 @@ def _matches(check: Check, names: Iterable[str]) -> bool:
     return any(n in (check.name, check.family) for n in names)
 
 
+def shard(checks: list[Check], index: int, count: int) -> list[Check]:
+    """Shard ``index`` (1-based) of ``count``: the checks that make requests are dealt out in
+    name order, round robin, so ``count`` shards together run each exactly once; observers
+    (checks that judge every exchange and make no requests of their own) go with every shard,
+    so together they judge every exchange of a full run."""
+    active = sorted((c for c in checks if c.run is not None), key=lambda c: c.name)
+    mine = {c.name for i, c in enumerate(active) if i % count == index - 1}
+    return [c for c in checks if c.name in mine or c.run is None]
+
+
 def select(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Check]:
     """The checks a run executes for ``--only`` and ``--skip`` (names or families)."""
     checks = all_checks()

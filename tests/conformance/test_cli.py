@@ -99,3 +99,31 @@ def test_dns_failure_exits_2(capsys: pytest.CaptureFixture[str]):
     argv = ["run", "--base-url", "http://conformance-target.invalid", "--api-key", "k"]
     assert status_of(argv) == 2
     assert "unreachable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_shards_together_make_exactly_one_full_run(count: int):
+    from conformance.api import RunConfig, validate
+
+    full = validate(RunConfig(mock=True))
+    active = {c.name for c in full if c.run is not None}
+    observers = {c.name for c in full if c.run is None}
+    parts = [
+        {c.name for c in validate(RunConfig(mock=True, shard=(i, count)))}
+        for i in range(1, count + 1)
+    ]
+    for part in parts:
+        assert observers <= part  # every shard judges all of its own exchanges
+    dealt = [part - observers for part in parts]
+    assert sum(len(p) for p in dealt) == len(active) and set().union(*dealt) == active
+    assert max(map(len, dealt)) - min(map(len, dealt)) <= 1
+    again = [{c.name for c in validate(RunConfig(mock=True, shard=(1, count)))}]
+    assert again[0] == parts[0]  # deterministic
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "a/b", "2"])
+def test_a_bad_shard_is_a_usage_error(text: str, capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--mock", "--shard", text])
+    assert exit_info.value.code == 2
+    assert "I/N" in capsys.readouterr().err
