@@ -159,29 +159,30 @@ class MockError(RuntimeError):
 # -- serving in-process -------------------------------------------------------------------------
 
 
-class LocalServer:
-    """A mock app served by uvicorn in a thread on a loopback socket bound before it starts."""
+def loopback_socket() -> socket.socket:
+    """A TCP socket bound to a free loopback port (bound now, so the port is ours)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
-    def __init__(self, **settings: Any) -> None:
+
+class ThreadedServer:
+    """Any ASGI app served by uvicorn in a thread, on a loopback socket bound before it starts
+    (``config``: uvicorn.Config options)."""
+
+    def __init__(self, app: Any, sock: socket.socket | None = None, **config: Any) -> None:
         import uvicorn
 
-        from mockserver.app import create_app
-        from mockserver.settings import Settings
-
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        port = int(self.sock.getsockname()[1])
-        options = {"clock": "manual", "allow_private_callbacks": True} | settings
-        self.app = create_app(Settings(host="127.0.0.1", port=port, **options))
-        config = uvicorn.Config(
-            self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
-        )
-        self.server = uvicorn.Server(config)
+        self.app = app
+        self.sock = sock or loopback_socket()
+        self.port = int(self.sock.getsockname()[1])
+        options = {"log_level": "warning", "timeout_graceful_shutdown": 1} | config
+        self.server = uvicorn.Server(uvicorn.Config(app, **options))
         self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, name="mockserver", daemon=True
+            target=self.server.run, kwargs={"sockets": [self.sock]}, name="asgi", daemon=True
         )
-        self.base_url = f"http://127.0.0.1:{port}"
+        self.base_url = f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         self.thread.start()
@@ -189,7 +190,7 @@ class LocalServer:
         while not self.server.started:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("the in-process mock did not start")
+                raise RuntimeError(f"{type(self.app).__name__} did not start serving")
             time.sleep(0.005)
 
     def stop(self) -> None:
@@ -197,6 +198,21 @@ class LocalServer:
         if self.thread.is_alive():
             self.thread.join(timeout=10)
         self.sock.close()
+
+
+class LocalServer(ThreadedServer):
+    """The mock, served in-process (manual clock, loopback callbacks allowed by default)."""
+
+    def __init__(self, **settings: Any) -> None:
+        from mockserver.app import create_app
+        from mockserver.settings import Settings
+
+        sock = loopback_socket()
+        port = int(sock.getsockname()[1])
+        options = {"clock": "manual", "allow_private_callbacks": True} | settings
+        super().__init__(
+            create_app(Settings(host="127.0.0.1", port=port, **options)), sock, lifespan="on"
+        )
 
     def keys(self) -> list[Key]:
         from mockserver.fixtures import load_fixtures

@@ -38,14 +38,10 @@ from mockserver.contract import Contract, default_contract
 from mockserver.platform import auth
 from mockserver.platform.clock import parse_time
 from mockserver.platform.errors import ApiError
+from mockserver.platform.validation import pointer
 
 Problem = dict[str, str]
 Rule = Callable[[Mapping[str, Any]], Iterator[Problem]]
-
-
-def pointer(parts: Iterable[Any]) -> str:
-    """A JSON Pointer (RFC 6901) to ``parts``."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def problem(parts: Iterable[Any], message: str) -> Problem:

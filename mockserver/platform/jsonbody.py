@@ -23,7 +23,7 @@ import math
 from typing import Any
 
 from mockserver.platform.errors import ApiError, invalid_request
-from mockserver.platform.validation import MISSING
+from mockserver.platform.validation import MISSING, pointer
 
 
 class _Unrepresentable:
@@ -33,10 +33,6 @@ class _Unrepresentable:
 
     def __init__(self, text: str) -> None:
         self.text = text
-
-
-def _pointer(parts: list[Any]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def _no_constants(name: str) -> Any:
@@ -122,10 +118,10 @@ class JsonReader:
                     self._check_text(value, path)
             elif isinstance(value, _Unrepresentable):
                 raise invalid_request(
-                    f"the number at {_pointer(list(path)) or 'the top'} is out of range: "
+                    f"the number at {pointer(list(path)) or 'the top'} is out of range: "
                     f"integers from {self.low} to {self.high}, and numbers a double can hold",
                     reason="number_out_of_range",
-                    path=_pointer(list(path)),
+                    path=pointer(list(path)),
                 )
 
     def _check_text(self, text: str, path: tuple[Any, ...]) -> None:
@@ -134,7 +130,7 @@ class JsonReader:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            where = _pointer([p if isinstance(p, int) else _safe(p) for p in path])
+            where = pointer([p if isinstance(p, int) else _safe(p) for p in path])
             raise invalid_request(
                 f"the string at {where or 'the top'} holds an unpaired UTF-16 surrogate",
                 reason="lone_surrogate",

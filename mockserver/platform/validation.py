@@ -27,7 +27,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
@@ -47,7 +47,8 @@ REDACTED = "[secret]"
 ANY: Any = None
 
 
-def _pointer(parts: list[Any]) -> str:
+def pointer(parts: Iterable[Any]) -> str:
+    """A JSON Pointer (RFC 6901) to ``parts``: the one encoder of the mock's error paths."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
@@ -70,7 +71,7 @@ def _describe(
                 path = [*path, missing]
         if secrets is not None:
             message = secrets.message(error, rule, at, message)
-    return {"location": location, "path": _pointer(path), "rule": rule, "message": message}
+    return {"location": location, "path": pointer(path), "rule": rule, "message": message}
 
 
 def _rule_text(error: Any) -> str | None:
@@ -161,13 +162,13 @@ class Secrets:
         secret = self.field_at(path)
         text = _rule_text(error)
         if secret is not None:
-            name = next((s for s in reversed(secret) if isinstance(s, str)), _pointer(path))
-            inside = "" if len(path) == len(secret) else f" (at {_pointer(path)})"
+            name = next((s for s in reversed(secret) if isinstance(s, str)), pointer(path))
+            inside = "" if len(path) == len(secret) else f" (at {pointer(path)})"
             return f"{name}{inside}: {text or f'does not satisfy {rule}'}"
         if type(error.kind).__name__ in _QUOTES_NO_VALUE:
             return message
         if self.holds(path) or _holds_name(error.instance, self.names):
-            where = f"the value at {_pointer(path)}" if path else "the body"
+            where = f"the value at {pointer(path)}" if path else "the body"
             return f"{where} does not satisfy {rule}" + (f": {text}" if text else "")
         return message
 
@@ -382,7 +383,7 @@ class OperationValidator:
                     errors.append(
                         {
                             "location": "query",
-                            "path": _pointer([name]),
+                            "path": pointer([name]),
                             "rule": "unknownParameter",
                             "message": f"unknown query parameter {name!r}",
                         }
@@ -392,7 +393,7 @@ class OperationValidator:
                 errors.append(
                     {
                         "location": location,
-                        "path": _pointer([name]),
+                        "path": pointer([name]),
                         "rule": "duplicate",
                         "message": f"parameter {name!r} was sent more than once",
                     }
@@ -405,7 +406,7 @@ class OperationValidator:
                 errors.append(
                     {
                         "location": location,
-                        "path": _pointer([name]),
+                        "path": pointer([name]),
                         "rule": refused.rule,
                         "message": f"{location} parameter {name!r} {refused.text}",
                     }
@@ -421,7 +422,7 @@ class OperationValidator:
                 errors.append(
                     {
                         "location": location,
-                        "path": _pointer([param.name]),
+                        "path": pointer([param.name]),
                         "rule": "required",
                         "message": f"{location} parameter {param.name!r} is required",
                     }
