@@ -12,14 +12,20 @@ Example::
 :class:`TargetUnreachable` when the deployment does not answer at all (the command line turns both
 into exit status 2); every finding of a run that did reach the deployment is in the report.
 The command line (``conformance run``) and the pytest plugin both call this function.
+
+With ``workers=N`` (conformance/workers.py) the checks run in spawned processes, so a script that
+asks for workers must guard its entry point (``if __name__ == "__main__":``), as
+:mod:`multiprocessing` requires. Against the bundled mock (``mock``, ``mock_url``) each worker,
+and each ``mock_url`` run, works in a sandbox of its own (conformance/sandboxes.py).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,14 +33,18 @@ from urllib.parse import urlsplit
 
 from conformance.checks import Check, SelectionError, select, shard
 from conformance.contract import Contract
-from conformance.mockprocess import MockProcess, MockStartError, fixture_keys, owner_key
+from conformance.mockprocess import MockProcess, MockStartError, fixture_keys
 from conformance.profiles import PROFILES
 from conformance.receiver import parse_listen
-from conformance.results import Report
-from conformance.runner import Listener, MockIdentity, Session, run_checks
+from conformance.results import CheckResult, Report
+from conformance.runner import Listener, Session, run_checks
+from conformance.sandboxes import Where, mock_where, sandboxed
 from conformance.target import Target, TargetUnreachable
 
 __all__ = ["RunConfig", "TargetUnreachable", "UsageError", "run"]
+
+#: The checks that drive the key into 429 on purpose: never beside other workers on one key.
+RATE_LIMIT_PROBES = ("rate-limit",)
 
 
 class UsageError(ValueError):
@@ -48,24 +58,28 @@ class RunConfig:
     base_url: str | None = None
     api_key: str | None = None
     second_key: str | None = None
+    restricted_key: str | None = None  # a lower role's key in the workspace of api_key
     mock: bool = False
     mock_url: str | None = None  # the bundled mock, already running (default fixtures)
     profile: str | None = None  # default: contract for base_url, full for mock
     allow_spend: bool = False
+    allow_faults: bool = False  # inject faults through a fault hook the deployment offers
     max_requests: int | None = None
     seed: int | None = None
     only: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
     shard: tuple[int, int] | None = None  # (index from 1, count): this job's part of the run
+    workers: int = 1  # worker processes, each running its deal of the checks (workers.py)
+    sandbox: bool = True  # against --mock-url: run in a sandbox of its own (False: base world)
     receiver_listen: str = "127.0.0.1:0"
     receiver_url: str | None = None
     webhook_wait: float = 60.0  # seconds to wait for deliveries from a real deployment
+    long_video_url: str | None = None  # a video longer than remix url sources may be
     junit_xml: Path | str | None = None
     report_json: Path | str | None = None
     report_html: Path | str | None = None
     timeout: float = 30.0
     wait_cap: float = 120.0  # the longest single wait for a real deployment's Retry-After
-    mock_defects: list[str] = field(default_factory=list)  # test only: --defect for the mock
     document: dict[str, Any] | None = None  # the contract (default: the bundled spec)
     sleep: Callable[[float], None] = time.sleep
     on_event: Listener | None = None
@@ -93,12 +107,15 @@ def validate(config: RunConfig) -> list[Check]:
             raise UsageError(f"--base-url must be an http(s) URL, not {config.base_url!r}")
         if not config.api_key:
             raise UsageError("--api-key is required with --base-url")
+        if config.restricted_key and config.restricted_key == config.api_key:
+            raise UsageError("--restricted-key must be another key than --api-key")
         if config.receiver_url and not _acceptable_receiver(config.receiver_url):
             raise UsageError("--receiver-url must be an https URL a deployment can reach")
     if config.effective_profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(PROFILES)}")
     if config.max_requests is not None and config.max_requests < 1:
         raise UsageError("--max-requests must be at least 1")
+    _validate_sandbox(config)
     try:
         parse_listen(config.receiver_listen)
     except ValueError as exc:
@@ -112,7 +129,65 @@ def validate(config: RunConfig) -> list[Check]:
         if not 1 <= index <= count:
             raise UsageError(f"--shard {index}/{count}: give I/N with 1 <= I <= N")
         checks = shard(checks, index, count)
+    if config.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if worker_count(config, checks) > 1:
+        _validate_workers(config, checks)
     return checks
+
+
+def _validate_sandbox(config: RunConfig) -> None:
+    if config.sandbox:
+        if config.mock_url and (config.api_key or config.second_key or config.restricted_key):
+            raise UsageError(
+                "--mock-url runs in a sandbox of its own, with the sandbox's keys: give "
+                "--no-sandbox to use your own --api-key, --second-key or --restricted-key"
+            )
+        return
+    if not config.is_mock:
+        raise UsageError("--no-sandbox applies only to the bundled mock (--mock, --mock-url)")
+    if config.workers > 1:
+        raise UsageError("--workers N > 1 needs a sandbox for each worker: leave out --no-sandbox")
+
+
+def worker_count(config: RunConfig, checks: list[Check]) -> int:
+    """The worker processes a run starts: ``--workers``, but never more than the checks that
+    make requests (1: the run stays in this process)."""
+    active = sum(1 for c in checks if c.run is not None)
+    return max(1, min(config.workers, active))
+
+
+def _validate_workers(config: RunConfig, checks: list[Check]) -> None:
+    """Parallel workers: each in a sandbox of its own against the mock; against a deployment,
+    only when the run is read-only (see ``conformance run --help``)."""
+    _, port = parse_listen(config.receiver_listen)
+    if config.receiver_url or port:
+        raise UsageError(
+            f"--workers {config.workers}: each worker runs its own webhook receiver on a free "
+            "port; leave out --receiver-url and give --receiver-listen HOST:0"
+        )
+    if config.is_mock:
+        return
+    why, drop = [], []
+    if config.allow_spend:
+        writers = [c.name for c in checks if c.run is not None and (c.creates or c.spends)]
+        more = f" and {len(writers) - 3} more" if len(writers) > 3 else ""
+        named = f" ({', '.join(writers[:3])}{more} among them)" if writers else ""
+        why.append(f"with --allow-spend the checks create and spend{named}")
+        drop.append("--allow-spend")
+    if config.allow_faults:
+        why.append("with --allow-faults the checks inject faults")
+        drop.append("--allow-faults")
+    if probes := [c.name for c in checks if c.name in RATE_LIMIT_PROBES]:
+        why.append(f"{', '.join(probes)} drives the key into 429")
+        drop.append(" ".join(probes))
+    if why:
+        raise UsageError(
+            f"--workers {config.workers} against --base-url is for a read-only run only, and "
+            f"{'; '.join(why)}: parallel workers would disturb each other in one workspace, on "
+            f"one key. Use --workers 1, leave out {' and '.join(drop)}, or run against the "
+            "bundled mock (--mock, --mock-url), where each worker gets a sandbox of its own"
+        )
 
 
 def _acceptable_receiver(url: str) -> bool:
@@ -127,35 +202,99 @@ def run(config: RunConfig) -> Report:
     checks = validate(config)
     seed = config.seed if config.seed is not None else random.randrange(2**31)
     started = time.monotonic()
-    mock: MockProcess | None = None
-    identity: MockIdentity | None = None
-    base_url, api_key, second_key = config.base_url, config.api_key, config.second_key
-    if config.mock:
-        try:
-            mock = MockProcess(seed=seed, defects=tuple(config.mock_defects)).start()
-        except MockStartError as exc:
-            raise TargetUnreachable(str(exc)) from exc
-        primary = mock.owner_key()
-        assert primary is not None
-        other = mock.owner_key(other_than=primary.workspace)
-        base_url, api_key = mock.base_url, primary.key
-        second_key = second_key or (other.key if other else None)
-        identity = MockIdentity(primary.workspace, primary.member)
-    elif config.mock_url:
-        keys = fixture_keys()
-        primary = owner_key(keys)
-        assert primary is not None
-        other = owner_key(keys, other_than=primary.workspace)
-        base_url, api_key = config.mock_url.rstrip("/"), api_key or primary.key
-        second_key = second_key or (other.key if other else None)
-        identity = MockIdentity(primary.workspace, primary.member)
-    assert base_url and api_key
+    with _deployment(config, seed) as where:
+        report = Report(
+            base_url=where.base_url,
+            profile=config.effective_profile,
+            seed=seed,
+            allow_spend=config.allow_spend,
+            mock=config.is_mock,
+            max_requests=config.max_requests,
+            started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        outcome = _run_at(config, where, checks, seed)
+    report.checks = outcome.results
+    report.requests = outcome.requests
+    report.notes = outcome.notes
+    report.duration_seconds = time.monotonic() - started
+    write_reports(report, config)
+    return report
+
+
+@contextmanager
+def _deployment(config: RunConfig, seed: int) -> Iterator[Where]:
+    """The target: the deployment at --base-url, the mock at --mock-url (its fixture keys), or
+    the bundled mock started for the run (stopped at the end)."""
+    if not config.is_mock:
+        assert config.base_url and config.api_key
+        yield Where(
+            config.base_url.rstrip("/"),
+            config.api_key,
+            second_key=config.second_key,
+            restricted_key=config.restricted_key,
+        )
+        return
+    if config.mock_url:
+        yield _own_keys(config, mock_where(config.mock_url, fixture_keys()))
+        return
+    try:
+        mock = MockProcess(seed=seed).start()
+    except MockStartError as exc:
+        raise TargetUnreachable(str(exc)) from exc
+    try:
+        yield _own_keys(config, mock_where(mock.base_url, mock.keys))
+    finally:
+        mock.stop()
+
+
+def _own_keys(config: RunConfig, where: Where) -> Where:
+    """The mock's keys, with any the configuration gives instead."""
+    return replace(
+        where,
+        api_key=config.api_key if config.mock_url and config.api_key else where.api_key,
+        second_key=config.second_key or where.second_key,
+        restricted_key=config.restricted_key or where.restricted_key,
+    )
+
+
+def _run_at(config: RunConfig, where: Where, checks: list[Check], seed: int) -> Outcome:
+    workers = worker_count(config, checks)
+    if workers > 1:
+        from conformance.workers import run_workers
+
+        return run_workers(config, where, checks, seed, workers)
+    if config.mock_url and config.sandbox:
+        with sandboxed(where.base_url, seed) as box:
+            return execute(config, box, checks, seed, config.on_event)
+    return execute(config, where, checks, seed, config.on_event)
+
+
+@dataclass
+class Outcome:
+    """What running checks in one process found: their results, requests sent, notes."""
+
+    results: list[CheckResult]
+    requests: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def execute(
+    config: RunConfig,
+    where: Where,
+    checks: list[Check],
+    seed: int,
+    on_event: Listener | None = None,
+) -> Outcome:
+    """Run ``checks`` in this process against ``where`` (with ``config``'s options; the target
+    is never started here). :class:`TargetUnreachable` when the contract cannot be fetched."""
     target = Target(
-        base_url,
-        api_key,
-        second_key=second_key,
+        where.base_url,
+        where.api_key,
+        second_key=where.second_key,
+        restricted_key=where.restricted_key,
         max_requests=config.max_requests,
         use_control=config.is_mock,
+        sandbox=where.sandbox,
         timeout=config.timeout,
         wait_cap=config.wait_cap,
         sleep=config.sleep,
@@ -165,35 +304,22 @@ def run(config: RunConfig) -> Report:
         contract=Contract(config.document, config.effective_profile),
         seed=seed,
         allow_spend=config.allow_spend,
-        mock=identity,
+        allow_faults=config.allow_faults,
+        mock=where.identity,
         receiver_listen=config.receiver_listen,
         receiver_url=config.receiver_url,
         webhook_wait=config.webhook_wait,
-    )
-    report = Report(
-        base_url=base_url,
-        profile=config.effective_profile,
-        seed=seed,
-        allow_spend=config.allow_spend,
-        mock=config.is_mock,
-        max_requests=config.max_requests,
-        started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        long_video_url=config.long_video_url,
     )
     try:
         target.request("GET", "/v1/openapi.json", operation_id="getOpenApi", auth="none")
         if target.control is not None:
             target.control.reset()
-        report.checks = run_checks(session, checks, config.on_event)
+        results = run_checks(session, checks, on_event)
     finally:
         session.close()
         target.close()
-        if mock is not None:
-            mock.stop()
-    report.requests = target.count
-    report.notes = list(target.notes)
-    report.duration = time.monotonic() - started
-    write_reports(report, config)
-    return report
+    return Outcome(results, target.count, list(target.notes))
 
 
 def write_reports(report: Report, config: RunConfig) -> None:

@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--second-key", metavar="KEY", help="a key of another workspace (cross-workspace checks)"
     )
     target.add_argument(
+        "--restricted-key",
+        metavar="KEY",
+        help="a key of a lower role (not owner or admin) in the workspace of --api-key "
+        "(auth-forbidden-role); against the mock an editor's fixture key is used",
+    )
+    target.add_argument(
         "--mock",
         action="store_true",
         help="start the bundled mock (manual clock, private callbacks) and test it",
@@ -64,10 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument(
         "--mock-url",
         metavar="URL",
-        help="the bundled mock, already running with --clock manual --allow-private-callbacks "
-        "and the default fixtures (its control plane is used)",
+        help="the bundled mock, already running with --allow-private-callbacks and the default "
+        "fixtures (its control plane is used); the run works in a sandbox of its own, made at "
+        "the start and ended at the end, so that several runs can share one mock",
     )
-    target.add_argument("--mock-defect", action="append", default=[], help=argparse.SUPPRESS)
+    target.add_argument(
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_false",
+        help="with --mock-url: run in the mock's base world (its fixture keys; the mock must run "
+        "with --clock manual) instead of a sandbox of its own; not with --workers N > 1",
+    )
     how = run_parser.add_argument_group("how")
     how.add_argument(
         "--profile",
@@ -79,6 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-spend",
         action="store_true",
         help="allow paid and creating calls (never made otherwise, except against --mock)",
+    )
+    how.add_argument(
+        "--allow-faults",
+        action="store_true",
+        help="let fault checks (auth-credential-store-outage) inject faults through a fault hook "
+        "the deployment offers (a /_mock/ control plane); always allowed against --mock",
+    )
+    how.add_argument(
+        "--long-video-url",
+        metavar="URL",
+        help="a video longer than remix url sources may be (180 seconds), for "
+        "workflows-remix-pricing to see it refused before any charge (the mock has its own)",
     )
     how.add_argument("--max-requests", type=int, metavar="N", help="bound the whole run")
     how.add_argument("--seed", type=int, metavar="N", help="make generation reproducible")
@@ -92,6 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="I/N",
         help="run part I of N: N CI jobs with --shard 1/N ... N/N together make one full run",
+    )
+    how.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the checks in N worker processes (each its deal of them, after --shard; "
+        "--max-requests is shared out). Against the bundled mock each worker runs in a sandbox "
+        "of its own. Against --base-url N > 1 is allowed only for a read-only run: refused with "
+        "--allow-spend (the checks then create and spend), --allow-faults, or the rate-limit "
+        "probe, since workers share one workspace and one key (default 1)",
     )
     hooks = run_parser.add_argument_group("webhooks")
     hooks.add_argument(
@@ -119,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     commands.add_parser("list-checks", help="name every check with a one-line description")
+    rules_parser = commands.add_parser(
+        "rules", help="every stated rule of the interface document and the checks that judge it"
+    )
+    rules_parser.add_argument("--check", metavar="CHECK", help="only the rules CHECK judges")
 
     verify_parser = commands.add_parser(
         "verify-signature", help="verify one webhook delivery offline"
@@ -137,10 +177,12 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         base_url=args.base_url,
         api_key=args.api_key,
         second_key=args.second_key,
+        restricted_key=args.restricted_key,
         mock=args.mock,
         mock_url=args.mock_url,
         profile=args.profile,
         allow_spend=args.allow_spend,
+        allow_faults=args.allow_faults,
         max_requests=args.max_requests,
         seed=args.seed,
         only=args.only,
@@ -149,10 +191,12 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         receiver_listen=args.receiver_listen,
         receiver_url=args.receiver_url,
         webhook_wait=args.webhook_wait,
+        long_video_url=args.long_video_url,
         junit_xml=args.junit_xml,
         report_json=args.report_json,
         report_html=args.report_html,
-        mock_defects=args.mock_defect,
+        workers=args.workers,
+        sandbox=args.sandbox,
     )
 
 
@@ -222,6 +266,17 @@ def command_verify_signature(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_rules(args: argparse.Namespace) -> int:
+    from conformance.rules import render, rules, rules_of
+
+    selected = rules_of(args.check) if args.check else rules()
+    if args.check and not selected:
+        print(f"conformance: no stated rule is judged by {args.check!r}", file=sys.stderr)
+        return USAGE_ERROR
+    print(render(selected))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     if missing := missing_extra():
         print(
@@ -235,6 +290,8 @@ def main(argv: list[str] | None = None) -> None:
         status = command_run(args)
     elif args.command == "list-checks":
         status = command_list_checks()
+    elif args.command == "rules":
+        status = command_rules(args)
     else:
         status = command_verify_signature(args)
     raise SystemExit(status)

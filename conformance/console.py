@@ -1,21 +1,26 @@
-"""What a run shows on the terminal: a progress bar while it runs, a summary table at the end,
-and every failure with its request, response, the contract's words, a curl command and the seed.
+"""What a run shows on the terminal: a progress bar while it runs; at the end each failure with
+its request, response, the contract's words, a curl command and the command that reruns it (the
+first few of each rule; the rest counted), a summary table that fits 80 columns, warnings grouped
+by kind, and the run's totals.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from conformance.checks import Check
-from conformance.reports import failure_text
-from conformance.results import CheckResult, Report
+from conformance.reports import failure_text, rerun_command
+from conformance.results import Report, Totals, group_failures, group_warnings, totals
 
 _STYLES = {"passed": "green", "failed": "bold red", "skipped": "dim"}
+SHOWN_ON_TERMINAL = 3  # failures of one rule printed in full; the reports hold more
+_VERDICTS = {"passed": "passed", "failed": "FAILED", "skipped": "skipped"}
 
 
 class ProgressDisplay:
@@ -53,47 +58,74 @@ class ProgressDisplay:
             self.progress.advance(self.task)
 
 
-def summary_table(report: Report) -> Table:
-    table = Table(title=f"Conformance of {report.base_url} ({report.profile} profile)")
-    for column in ("check", "requests", "judgements", "failed", "skipped (why)"):
-        table.add_column(column, overflow="fold")
+def summary_table(report: Report) -> tuple[Table, list[str]]:
+    """The per-check table (it fits 80 columns: a check's name is never wrapped) and the skip
+    reasons its ``skipped`` column refers to, numbered ``[1]``, ``[2]``..."""
+    table = Table(
+        title=f"Conformance of {report.base_url} ({report.profile} profile)",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+        show_edge=False,
+    )
+    width = max((len(r.name) for r in report.checks), default=5)
+    table.add_column("check", no_wrap=True, min_width=width)
+    table.add_column("verdict", no_wrap=True)
+    for column in ("judged\npassed", "judged\nfailed", "requests"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("skipped", no_wrap=True)
+    reasons: dict[str, int] = {}
     for result in report.checks:
         style = _STYLES[result.status]
+        skipped = ""
+        if result.skipped:
+            number = reasons.setdefault(result.skip_summary(), len(reasons) + 1)
+            skipped = f"[{number}]"
         table.add_row(
             f"[{style}]{escape(result.name)}[/]",
-            str(result.requests),
-            str(result.judgements),
+            f"[{style}]{_VERDICTS[result.status]}[/]",
+            str(result.passed),
             f"[{style}]{result.failed}[/]" if result.failed else "0",
-            escape(_skips(result)),
+            str(result.requests),
+            escape(skipped),
         )
-    return table
-
-
-def _skips(result: CheckResult) -> str:
-    return result.skip_summary()
+    return table, list(reasons)
 
 
 def print_report(console: Console, report: Report) -> None:
-    for failure in report.failures:
-        console.print("FAIL", style="bold red", end=" ")
-        console.print(failure_text(failure), markup=False, highlight=False)
-        console.print()
-    console.print(summary_table(report))
-    for warning in report.warnings:
-        console.print(
-            f"[yellow]warning[/] {escape(warning.check)}: {escape(warning.message)}",
-            soft_wrap=True,
-        )
+    for group in group_failures(report.failures, limit=SHOWN_ON_TERMINAL):
+        for failure in group.shown:
+            console.print("FAIL", style="bold red", end=" ")
+            text = failure_text(failure, rerun_command(report, failure))
+            console.print(text, markup=False, highlight=False)
+            console.print()
+        if group.more:
+            console.print(
+                f"[red]… and {group.more} more like this[/] ({escape(group.check)}/"
+                f"{escape(group.rule)}; every one is in --report-json and --report-html)"
+            )
+            console.print()
+    table, reasons = summary_table(report)
+    console.print(table)
+    for number, reason in enumerate(reasons, start=1):
+        console.print(f"[dim]{escape(f'[{number}]')} skipped: {escape(reason)}[/]")
+    for group in group_warnings(report.warnings):
+        count = f" [dim](×{group.count})[/]" if group.count > 1 else ""
+        console.print(f"[yellow]warning[/] {escape(group.check)}: {escape(group.example)}{count}")
     for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/]", soft_wrap=True)
+        console.print(f"[dim]note: {escape(note)}[/]")
+    console.print(totals_line(totals(report)))
+
+
+def totals_line(total: Totals) -> str:
+    """The run's totals in one line (rich markup)."""
     verdict = {"passed": "[green]PASSED[/]", "failed": "[bold red]FAILED[/]"}.get(
-        report.verdict, "[yellow]NOTHING JUDGED[/] (every check was skipped)"
+        total.verdict, "[yellow]NOTHING JUDGED[/] (every check was skipped)"
     )
-    counts = {s: sum(1 for c in report.checks if c.status == s) for s in _STYLES}
-    judgements = sum(c.judgements for c in report.checks)
-    console.print(
-        f"{verdict}: checks {counts['passed']} passed, {counts['failed']} failed, "
-        f"{counts['skipped']} skipped; {report.requests} requests made, {judgements} "
-        f"judgements; seed {report.seed} (rerun with --seed {report.seed})",
-        soft_wrap=True,
+    return (
+        f"{verdict}: checks {total.checks_passed} passed, {total.checks_failed} failed, "
+        f"{total.checks_skipped} skipped; {total.requests} requests made; "
+        f"{total.judgements} judgements ({total.judgements_passed} passed, "
+        f"{total.judgements_failed} failed); {total.duration_seconds:.1f} s; "
+        f"{total.profile} profile; seed {total.seed} (rerun with --seed {total.seed})"
     )

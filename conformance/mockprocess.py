@@ -2,8 +2,9 @@
 
 The mock runs with the manual clock and private callbacks allowed (the suite's receiver listens on
 loopback). Its fixture keys are read from the banner it prints at start
-(``KEY  workspace / member (role)``): the run uses an owner key of the first workspace, and an
-owner key of another workspace as the second key.
+(``KEY  workspace / member (role)``): the run uses an owner key of the first workspace, an
+owner key of another workspace as the second key, and a lower role's key (an editor's) of the
+first workspace as the restricted key.
 """
 
 from __future__ import annotations
@@ -53,10 +54,22 @@ def owner_key(keys: list[FixtureKey], *, other_than: str | None = None) -> Fixtu
     return None
 
 
+RESTRICTED_ROLES = ("editor", "viewer")  # roles below owner and admin, the most capable first
+
+
+def restricted_key(keys: list[FixtureKey], workspace: str) -> FixtureKey | None:
+    """A key of a lower role in ``workspace`` (an editor's, else a viewer's): ``--restricted-key``
+    for a run against the mock."""
+    for role in RESTRICTED_ROLES:
+        for key in keys:
+            if key.workspace == workspace and key.role == role:
+                return key
+    return None
+
+
 @dataclass
 class MockProcess:
     seed: int
-    defects: tuple[str, ...] = ()
     base_url: str = ""
     keys: list[FixtureKey] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
@@ -68,8 +81,6 @@ class MockProcess:
             "--clock", "manual", "--allow-private-callbacks", "--seed", str(self.seed),
             "--log-level", "warning",
         ]  # fmt: skip
-        for defect in self.defects:
-            command += ["--defect", defect]
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,

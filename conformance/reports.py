@@ -1,18 +1,73 @@
-"""Reports of a run: JUnit XML (one test case per check), JSON, and one self-contained HTML page."""
+"""Reports of a run: JUnit XML (one test case per check), JSON, and one self-contained HTML page.
+
+Every format states the same totals (:func:`conformance.results.totals`) and folds many failures
+of one rule into the first few, shown in full, and a count of the rest.
+"""
 
 from __future__ import annotations
 
-import html
 import json
+import re
+import shlex
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.results import CheckResult, Failure, Report
+from conformance.results import Failure, Report, group_failures, group_warnings, totals
+
+__all__ = [
+    "failure_text",
+    "html_page",
+    "junit",
+    "rerun_command",
+    "write_html",
+    "write_json",
+    "write_junit",
+]
 
 
-def failure_text(failure: Failure) -> str:
+# What XML 1.0 cannot carry and HTML shows badly: control characters (tab, newline and carriage
+# return aside), lone surrogates, U+FFFE and U+FFFF. Generated requests are full of them.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with each unprintable character as an escape (``\\x00``), safe in XML and HTML."""
+    return _UNPRINTABLE.sub(_escape_char, text)
+
+
+def rerun_command(report: Report, failure: Failure) -> str:
+    """The command that runs again the check that found ``failure``, with the run's seed.
+
+    A failure an observer found on another check's request reruns both checks.
+    """
+    from conformance.checks import REGISTRY
+
+    parts = ["conformance", "run"]
+    if report.mock:
+        parts.append("--mock")
+    else:
+        parts += ["--base-url", shlex.quote(report.base_url), "--api-key", '"$API_KEY"']
+        check = REGISTRY.get(failure.check)
+        if check is not None and check.needs_second_key:
+            parts += ["--second-key", '"$SECOND_API_KEY"']
+    if report.allow_spend and not report.mock:
+        parts.append("--allow-spend")
+    sender = failure.exchange.check if failure.exchange is not None else None
+    only = [failure.check] + ([sender] if sender and sender != failure.check else [])
+    seed = failure.seed if failure.seed is not None else report.seed
+    parts += ["--profile", report.profile, "--only", *only, "--seed", str(seed)]
+    return " ".join(parts)
+
+
+def failure_text(failure: Failure, rerun: str | None = None) -> str:
     """A failure as plain text: the rule, the contract's words, the exchange, a curl, the seed."""
-    lines = [f"[{failure.check}/{failure.rule}] {failure.subject}: {failure.message}"]
+    subject = f" {failure.subject}:" if failure.subject else ""
+    lines = [f"[{failure.check}/{failure.rule}]{subject} {failure.message}"]
     if failure.occurrences > 1:
         lines.append(f"  (seen {failure.occurrences} times)")
     if failure.quote:
@@ -23,14 +78,28 @@ def failure_text(failure: Failure) -> str:
         lines.append(f"  request:  {request['method']} {request['url']}")
         if request["body"]:
             lines.append(f"            {request['body'][:500]}")
-        lines.append(f"  response: {response['status']} {response['body'][:800]}")
-        lines.append(f"  reproduce: {data['curl']}")
+        body = response["body"][:800] or "(empty body)"
+        lines.append(f"  response: {response['status']} {body}")
+        lines.append(f"  curl:     {data['curl']}")
     if "delivery" in failure.extra:
         lines.append(f"  delivery: {json.dumps(failure.extra['delivery'])[:1200]}")
     if "trace" in failure.extra:
         lines.append(str(failure.extra["trace"]))
-    lines.append(f"  seed: {failure.seed}")
-    return "\n".join(lines)
+    if rerun:
+        lines.append(f"  rerun:    {rerun}")
+    if failure.seed is not None:
+        lines.append(f"  seed: {failure.seed}")
+    return printable("\n".join(lines))
+
+
+def failures_text(report: Report, failures: list[Failure]) -> str:
+    """Failures as text, the first few of each rule in full and the rest counted."""
+    blocks = []
+    for group in group_failures(failures):
+        blocks += [failure_text(f, rerun_command(report, f)) for f in group.shown]
+        if group.more:
+            blocks.append(f"… and {group.more} more like this ({group.check}/{group.rule})")
+    return "\n\n".join(blocks)
 
 
 def write_json(report: Report, path: Path) -> None:
@@ -39,26 +108,22 @@ def write_json(report: Report, path: Path) -> None:
 
 
 def junit(report: Report) -> ET.Element:
+    total = totals(report)
     suites = ET.Element("testsuites", name="conformance")
     suite = ET.SubElement(
         suites,
         "testsuite",
         name="conformance",
-        tests=str(len(report.checks)),
-        failures=str(sum(1 for c in report.checks if c.status == "failed")),
-        skipped=str(sum(1 for c in report.checks if c.status == "skipped")),
+        tests=str(total.checks),
+        failures=str(total.checks_failed),
+        skipped=str(total.checks_skipped),
         errors="0",
-        time=f"{report.duration:.3f}",
+        time=f"{total.duration_seconds:.3f}",
         timestamp=report.started,
     )
     properties = ET.SubElement(suite, "properties")
-    for name, value in (
-        ("target", report.base_url),
-        ("profile", report.profile),
-        ("seed", str(report.seed)),
-        ("requests", str(report.requests)),
-    ):
-        ET.SubElement(properties, "property", name=name, value=value)
+    for name, value in total.to_dict().items():
+        ET.SubElement(properties, "property", name=name, value=str(value))
     for result in report.checks:
         case = ET.SubElement(
             suite, "testcase", classname=f"conformance.{result.family}", name=result.name
@@ -71,94 +136,39 @@ def junit(report: Report) -> ET.Element:
                 + "; ".join(f.message for f in result.failures[:3])[:500],
                 type=result.failures[0].rule,
             )
-            element.text = "\n\n".join(failure_text(f) for f in result.failures)
+            element.text = failures_text(report, result.failures)
         elif result.status == "skipped":
             ET.SubElement(case, "skipped", message=result.skip_summary() or "not run")
-        out = [f"requests={result.requests} passed={result.passed} failed={result.failed}"]
+        out = [
+            f"requests={result.requests} judgements passed={result.passed} failed={result.failed}"
+        ]
         if result.skipped:
             out.append(f"skipped: {result.skip_summary()}")
-        out += [f"warning: {w.message}" for w in result.warnings]
+        out += [
+            f"warning: {g.example}" + (f" (×{g.count})" if g.count > 1 else "")
+            for g in group_warnings(result.warnings)
+        ]
         ET.SubElement(case, "system-out").text = "\n".join(out)
     return suites
 
 
 def write_junit(report: Report, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tree = ET.ElementTree(junit(report))
+    root = junit(report)
+    for element in root.iter():
+        if element.text:
+            element.text = printable(element.text)
+        for name, value in element.attrib.items():
+            element.set(name, printable(value))
+    tree = ET.ElementTree(root)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
-table{border-collapse:collapse;margin:1rem 0}
-td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;vertical-align:top}
-th{background:#f3f3f3}.passed{color:#1a7f37}.failed{color:#cf222e;font-weight:bold}
-.skipped{color:#777}pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap}
-section.failure{border-left:4px solid #cf222e;padding-left:1rem;margin:1.5rem 0}
-"""
-
-
-def _row(result: CheckResult) -> str:
-    cells = [
-        html.escape(result.name),
-        f'<span class="{result.status}">{result.status}</span>',
-        str(result.requests),
-        str(result.judgements),
-        str(result.failed),
-        html.escape(result.skip_summary()),
-        html.escape(result.description),
-    ]
-    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-
-
-def _block(title: str, text: str) -> str:
-    return f"<h4>{title}</h4><pre>{html.escape(text)}</pre>"
-
-
-def _failure(failure: Failure) -> str:
-    parts = [
-        f"<h3>{html.escape(failure.check)} / {html.escape(failure.rule)}: "
-        f"{html.escape(failure.subject)}</h3>",
-        f"<p>{html.escape(failure.message)}</p>",
-    ]
-    if failure.quote:
-        parts.append(f"<blockquote>{html.escape(failure.quote)}</blockquote>")
-    if failure.exchange is not None:
-        data = failure.exchange.to_dict()
-        parts.append(_block("Request", json.dumps(data["request"], indent=2)))
-        parts.append(_block("Response", json.dumps(data["response"], indent=2)))
-        parts.append(_block("Reproduce", data["curl"]))
-    if "delivery" in failure.extra:
-        parts.append(_block("Delivery", json.dumps(failure.extra["delivery"], indent=2)))
-    parts.append(f"<p>seed {failure.seed}; seen {failure.occurrences} time(s)</p>")
-    return '<section class="failure">' + "".join(parts) + "</section>"
-
-
 def html_page(report: Report) -> str:
-    verdict = report.verdict.upper()
-    head = ["check", "status", "requests", "judgements", "failed", "skipped (why)", "rule"]
-    warnings = "".join(
-        f"<li>{html.escape(w.check)}: {html.escape(w.message)}</li>" for w in report.warnings
-    )
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in report.notes)
-    return (
-        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
-        f"<title>Conformance report: {verdict}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>Conformance report: {verdict}</h1>"
-        f"<p>Target {html.escape(report.base_url)}; profile {report.profile}; seed {report.seed}; "
-        f"{report.requests} requests; started {report.started}; {report.duration:.1f} s.</p>"
-        "<table id=checks><thead><tr>"
-        + "".join(f"<th>{h}</th>" for h in head)
-        + "</tr></thead><tbody>"
-        + "".join(_row(r) for r in report.checks)
-        + "</tbody></table>"
-        + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else "")
-        + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "")
-        + f"<h2>Failures ({len(report.failures)})</h2>"
-        + "".join(_failure(f) for f in report.failures)
-        + "</body></html>"
-    )
+    from conformance.htmlreport import page
+
+    return page(report)
 
 
 def write_html(report: Report, path: Path) -> None:

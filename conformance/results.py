@@ -1,7 +1,13 @@
-"""What a run found: failures, warnings and per-check results, gathered in a :class:`Report`."""
+"""What a run found: failures, warnings and per-check results, gathered in a :class:`Report`.
+
+:func:`totals` is the one count of a run that every format shows (terminal, JUnit, JSON, HTML);
+:func:`group_failures` and :func:`group_warnings` fold the many alike into one entry with a count,
+as every report shows them.
+"""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +16,15 @@ from conformance.target import Exchange
 
 NOTHING_JUDGED = "nothing judged"
 EXIT_NOTHING_JUDGED = 3  # every check skipped: the run judged nothing, so it did not pass
+
+
+_PYTHON_NONE = re.compile(r"\bNone\b")
+
+
+def without_none(text: str) -> str:
+    """``text`` with Python's ``None`` (an f-string's rendering of a missing value, such as the
+    code of a body that has none) as ``(none)``: what people read never says ``None``."""
+    return _PYTHON_NONE.sub("(none)", text)
 
 
 @dataclass
@@ -25,6 +40,9 @@ class Failure:
     seed: int | None = None
     occurrences: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.message = without_none(self.message)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +64,9 @@ class Warning_:
     message: str
     subject: str = ""
     occurrences: int = 1
+
+    def __post_init__(self) -> None:
+        self.message = without_none(self.message)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,7 +108,8 @@ class CheckResult:
 
     def skip_summary(self) -> str:
         return "; ".join(
-            f"{reason} ({n})" if n > 1 else reason for reason, n in self.skipped.most_common()
+            without_none(f"{reason} ({n})" if n > 1 else reason)
+            for reason, n in self.skipped.most_common()
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,7 +122,7 @@ class CheckResult:
             "judgements": self.judgements,
             "passed": self.passed,
             "failed": self.failed,
-            "skipped": dict(self.skipped),
+            "skipped": {without_none(reason): n for reason, n in self.skipped.items()},
             "failures": [f.to_dict() for f in self.failures],
             "warnings": [w.to_dict() for w in self.warnings],
         }
@@ -118,7 +140,7 @@ class Report:
     max_requests: int | None = None
     notes: list[str] = field(default_factory=list)
     started: str = ""
-    duration: float = 0.0
+    duration_seconds: float = 0.0  # wall time of the run, measured by conformance.api.run
 
     @property
     def failures(self) -> list[Failure]:
@@ -160,20 +182,161 @@ class Report:
             "allowSpend": self.allow_spend,
             "mock": self.mock,
             "started": self.started,
-            "durationSeconds": round(self.duration, 3),
+            "durationSeconds": round(self.duration_seconds, 3),
             "requests": self.requests,
             "maxRequests": self.max_requests,
             "ok": self.ok,
             "verdict": self.verdict,
             "exitCode": self.exit_code,
             "notes": list(self.notes),
-            "summary": {
-                **{
-                    status: sum(1 for c in self.checks if c.status == status)
-                    for status in ("passed", "failed", "skipped")
-                },
-                "requests": self.requests,
-                "judgements": sum(c.judgements for c in self.checks),
-            },
+            "summary": totals(self).to_dict(),
             "checks": [c.to_dict() for c in self.checks],
         }
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The counts of one run, as every report states them."""
+
+    verdict: str
+    checks: int
+    checks_passed: int
+    checks_failed: int
+    checks_skipped: int
+    requests: int
+    judgements: int
+    judgements_passed: int
+    judgements_failed: int
+    duration_seconds: float  # rounded to milliseconds, so every format shows the same number
+    seed: int
+    profile: str
+    target: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "checks": self.checks,
+            "checksPassed": self.checks_passed,
+            "checksFailed": self.checks_failed,
+            "checksSkipped": self.checks_skipped,
+            "requests": self.requests,
+            "judgements": self.judgements,
+            "judgementsPassed": self.judgements_passed,
+            "judgementsFailed": self.judgements_failed,
+            "durationSeconds": self.duration_seconds,
+            "seed": self.seed,
+            "profile": self.profile,
+            "target": self.target,
+        }
+
+
+def totals(report: Report) -> Totals:
+    """The one computation of a run's totals; every report format uses it."""
+    statuses = Counter(c.status for c in report.checks)
+    passed = sum(c.passed for c in report.checks)
+    failed = sum(c.failed for c in report.checks)
+    return Totals(
+        verdict=report.verdict,
+        checks=len(report.checks),
+        checks_passed=statuses["passed"],
+        checks_failed=statuses["failed"],
+        checks_skipped=statuses["skipped"],
+        requests=report.requests,
+        judgements=passed + failed,
+        judgements_passed=passed,
+        judgements_failed=failed,
+        duration_seconds=round(report.duration_seconds, 3),
+        seed=report.seed,
+        profile=report.profile,
+        target=report.base_url,
+    )
+
+
+SHOWN_PER_RULE = 5  # failures of one (check, rule) shown in full; the rest are counted
+
+
+@dataclass
+class FailureGroup:
+    """The failures of one rule of one check: the first few shown, the rest counted."""
+
+    check: str
+    rule: str
+    failures: list[Failure]
+    limit: int = SHOWN_PER_RULE
+
+    @property
+    def shown(self) -> list[Failure]:
+        return self.failures[: self.limit]
+
+    @property
+    def rest(self) -> list[Failure]:
+        return self.failures[self.limit :]
+
+    @property
+    def occurrences(self) -> int:
+        return sum(f.occurrences for f in self.failures)
+
+    @property
+    def more(self) -> int:
+        """How many more like these were seen (repeats of the shown ones are counted on them)."""
+        return sum(f.occurrences for f in self.rest)
+
+    def more_subjects(self, limit: int = 8) -> tuple[list[str], int]:
+        """The distinct subjects of the failures not shown (at most ``limit``), and how many
+        more there are."""
+        subjects = list(dict.fromkeys(f.subject for f in self.rest if f.subject))
+        return subjects[:limit], max(0, len(subjects) - limit)
+
+
+def group_failures(failures: list[Failure], limit: int = SHOWN_PER_RULE) -> list[FailureGroup]:
+    """Failures grouped by (check, rule), in the order each group was first seen."""
+    groups: dict[tuple[str, str], FailureGroup] = {}
+    for failure in failures:
+        key = (failure.check, failure.rule)
+        if key not in groups:
+            groups[key] = FailureGroup(failure.check, failure.rule, [], limit)
+        groups[key].failures.append(failure)
+    return list(groups.values())
+
+
+_VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|\d+")
+
+
+def warning_kind(message: str) -> str:
+    """A warning's message with what varies (quoted values, numbers) as ``…``."""
+    return _VARIABLE.sub("…", message)
+
+
+@dataclass
+class WarningGroup:
+    """Warnings of one check that say the same thing about different values."""
+
+    check: str
+    kind: str
+    warnings: list[Warning_]
+
+    @property
+    def count(self) -> int:
+        return sum(w.occurrences for w in self.warnings)
+
+    @property
+    def example(self) -> str:
+        return self.warnings[0].message
+
+    def subjects(self, limit: int = 8) -> tuple[list[str], int]:
+        subjects = list(dict.fromkeys(w.subject for w in self.warnings if w.subject))
+        return subjects[:limit], max(0, len(subjects) - limit)
+
+    def variants(self, limit: int = 3) -> list[str]:
+        return list(dict.fromkeys(w.message for w in self.warnings))[:limit]
+
+
+def group_warnings(warnings: list[Warning_]) -> list[WarningGroup]:
+    """Warnings grouped by check and message pattern, most frequent first."""
+    groups: dict[tuple[str, str], WarningGroup] = {}
+    for warning in warnings:
+        key = (warning.check, warning_kind(warning.message))
+        if key not in groups:
+            groups[key] = WarningGroup(warning.check, key[1], [])
+        groups[key].warnings.append(warning)
+    return sorted(groups.values(), key=lambda g: -g.count)

@@ -56,10 +56,12 @@ class Session:
     contract: Contract
     seed: int
     allow_spend: bool = False
+    allow_faults: bool = False  # --allow-faults: faults may be injected through a known hook
     mock: MockIdentity | None = None
     receiver_listen: str = "127.0.0.1:0"
     receiver_url: str | None = None
     webhook_wait: float = 60.0
+    long_video_url: str | None = None  # a video longer than the remix url source limit
     unavailable: set[str] = field(default_factory=set)
     _generator: Generator | None = None
     _ids: IdPool | None = None

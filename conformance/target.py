@@ -26,7 +26,16 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 
 MAX_KEPT_BODY = 1 << 20
-_UNSET: Any = object()
+
+
+class _Unset:
+    """Not given (yet); pickled as a reference, so it stays the one sentinel in a worker."""
+
+    def __reduce__(self) -> str:
+        return "_UNSET"
+
+
+_UNSET: Any = _Unset()
 
 
 class BudgetExhausted(Exception):
@@ -40,7 +49,8 @@ class TargetUnreachable(Exception):
     """The deployment did not answer at the transport level (refused, DNS, TLS, timeout)."""
 
 
-AUTH_KINDS = ("primary", "second", "none", "malformed", "unknown", "custom")
+AUTH_KINDS = ("primary", "second", "restricted", "none", "malformed", "unknown", "custom")
+KEYED = ("primary", "second", "restricted")  # the identities a run holds a key of
 
 
 @dataclass
@@ -141,14 +151,26 @@ class Exchange:
 class MockControl:
     """The bundled mock's control plane (``/_mock/``); used only when the target is the mock."""
 
-    def __init__(self, client: httpx.Client, base_url: str, token: str | None = None) -> None:
+    def __init__(
+        self,
+        client: httpx.Client,
+        base_url: str,
+        token: str | None = None,
+        sandbox: str | None = None,
+    ) -> None:
         self.client = client
         self.base = base_url.rstrip("/") + "/_mock"
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.params = {"sandbox": sandbox} if sandbox else {}  # act in that sandbox only
 
     def call(self, method: str, path: str, body: Any = None) -> httpx.Response:
         return self.client.request(
-            method, self.base + path, json=body, headers=self.headers, timeout=60
+            method,
+            self.base + path,
+            json=body,
+            headers=self.headers,
+            params=self.params,
+            timeout=60,
         )
 
     def _ok(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
@@ -175,6 +197,37 @@ class MockControl:
     def set_capability(self, name: str, **change: Any) -> None:
         self._ok("PUT", f"/capabilities/{name}", change)
 
+    def governance(self, workspace: str) -> dict[str, Any]:
+        return dict(self._ok("GET", f"/workspaces/{workspace}/governance").get("governance", {}))
+
+    def set_governance(self, workspace: str, **settings: bool) -> dict[str, Any]:
+        """Lock agent configuration, flip the kill switch …; the settings after the change."""
+        body = self._ok("PUT", f"/workspaces/{workspace}/governance", settings)
+        return dict(body.get("governance", {}))
+
+    def offers(self, operation_id: str) -> bool:
+        """Whether this control plane has the operation (an older mock may not)."""
+        response = self.call("GET", "/openapi.json")
+        if response.status_code != 200:
+            return False
+        try:
+            paths = response.json().get("paths", {})
+        except ValueError:
+            return False
+        return any(
+            isinstance(op, dict) and op.get("operationId") == operation_id
+            for item in paths.values()
+            if isinstance(item, dict)
+            for op in item.values()
+        )
+
+    def set_credential_store(self, *, reachable: bool, retry_after: int | None = None) -> None:
+        """Make the credential store unreachable (every keyed request: 503), or reachable."""
+        body: dict[str, Any] = {"reachable": reachable}
+        if retry_after is not None:
+            body["retryAfter"] = retry_after
+        self._ok("PUT", "/credential-store", body)
+
     def flush_deliveries(self) -> bool:
         """Await the deliveries that are due; False when the mock has no such call yet."""
         response = self.call("POST", "/deliveries/flush")
@@ -194,9 +247,11 @@ class Target:
         api_key: str,
         *,
         second_key: str | None = None,
+        restricted_key: str | None = None,
         max_requests: int | None = None,
         control_token: str | None = None,
         use_control: bool = False,
+        sandbox: str | None = None,
         timeout: float = 30.0,
         wait_cap: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -205,12 +260,14 @@ class Target:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.second_key = second_key
+        self.restricted_key = restricted_key  # a lower role in the workspace of api_key
         self.max_requests = max_requests
         self.wait_cap = wait_cap
         self.sleep = sleep
         self.client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+        self.sandbox = sandbox  # the bundled mock's sandbox the keys belong to, if any
         self.control = (
-            MockControl(self.client, self.base_url, control_token) if use_control else None
+            MockControl(self.client, self.base_url, control_token, sandbox) if use_control else None
         )
         self.count = 0
         self.exchanges: list[Exchange] = []
@@ -222,6 +279,8 @@ class Target:
         self._masks = {api_key: "${API_KEY}"}
         if second_key:
             self._masks[second_key] = "${SECOND_API_KEY}"
+        if restricted_key:
+            self._masks[restricted_key] = "${RESTRICTED_API_KEY}"
 
     def close(self) -> None:
         self.client.close()
@@ -277,11 +336,20 @@ class Target:
             return f"Bearer {self.api_key}"
         if auth == "second":
             return f"Bearer {self.second_key}"
+        if auth == "restricted":
+            return f"Bearer {self.restricted_key}"
         if auth == "malformed":
             return "Bearer"
         if auth == "unknown":
-            return f"Bearer sk_conformance_unknown_{uuid.uuid4().hex}"
+            return f"Bearer {self.unknown_key()}"
         return None
+
+    def unknown_key(self) -> str:
+        """A well-formed key nobody holds; in a sandbox, one naming it (so the sandbox answers)."""
+        secret = f"conformance_unknown_{uuid.uuid4().hex}"
+        if self.sandbox:
+            return f"sk_sbx_{self.sandbox.removeprefix('sbx_')}_{secret}"
+        return f"sk_{secret}"
 
     def request(
         self,
@@ -340,10 +408,10 @@ class Target:
         attempts = 3 if retry else 1
         exchange: Exchange | None = None
         for _ in range(attempts):
-            if pace and auth in ("primary", "second"):
+            if pace and auth in KEYED:
                 self._pace(auth)
             exchange = self._send_once(method, url, headers, body, operation_id, auth, provoked)
-            if auth in ("primary", "second"):
+            if auth in KEYED:
                 self._remember_window(auth, exchange)
             if not retry or not self._should_retry(exchange):
                 break

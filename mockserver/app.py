@@ -12,6 +12,7 @@ from mockserver.dispatch import Dispatcher
 from mockserver.registry import bind
 from mockserver.runtime import Runtime
 from mockserver.sandboxes import SandboxManager
+from mockserver.seams import Seams
 from mockserver.settings import Settings
 
 CONTROL_PREFIX = "/_mock/"
@@ -21,13 +22,15 @@ class MockApp:
     """Routes ``/_mock/`` to the control plane (when on) and everything else to the API.
 
     An API request runs against the default runtime, or against the sandbox its key names
-    (sandboxes.py).
+    (sandboxes.py). ``seams`` (seams.py) are this app's: its every runtime reaches them as
+    ``rt.seams``; the product's own when not given.
     """
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, seams: Seams | None = None) -> None:
         areas.load()
         self.settings = settings or Settings()
-        self.runtime = Runtime(self.settings)
+        self.runtime = Runtime(self.settings, seams=seams)
+        self.seams = self.runtime.seams
         self.sandboxes = SandboxManager(
             self.runtime, ttl=self.settings.sandbox_ttl, limit=self.settings.max_sandboxes
         )
@@ -98,5 +101,5 @@ class MockApp:
                 return
 
 
-def create_app(settings: Settings | None = None) -> MockApp:
-    return MockApp(settings)
+def create_app(settings: Settings | None = None, *, seams: Seams | None = None) -> MockApp:
+    return MockApp(settings, seams=seams)

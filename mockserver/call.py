@@ -82,15 +82,9 @@ class Call:
                     check(position)
                 after_seq = position.seq
         page = read_page(records, after_seq=after_seq, limit=self.query["limit"], visible=visible)
-        next_cursor = None
-        if page.more and page.last_seq is not None:
-            last = page.last_seq
-            if self.runtime.defect("repeat-item-across-pages") and page.records:  # defect:
-                last = page.records[-1]["_seq"] - 1
-            next_cursor = cursors.issue(scope, filters, last)
-        has_more = next_cursor is not None or self.runtime.defect("has-more-disagrees")
-        if next_cursor is None and self.runtime.defect("empty-next-cursor"):  # defect:
-            next_cursor = ""
+        next_cursor, has_more = self.runtime.seams.next_page(
+            page, lambda seq: cursors.issue(scope, filters, seq)
+        )
         return {
             items: [view(r) for r in page.records],
             "nextCursor": next_cursor,

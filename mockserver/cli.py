@@ -26,6 +26,7 @@ from mockserver.settings import Settings
 
 if TYPE_CHECKING:
     from mockserver.app import MockApp
+    from mockserver.seams import Seams
 
 USAGE_ERROR = 2
 DISTRIBUTION = "cgcas-kit"
@@ -116,9 +117,6 @@ def build_serve_parser(prog: str = "mockserver") -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", default="info", choices=("critical", "error", "warning", "info", "debug")
     )
-    parser.add_argument(
-        "--defect", action="append", default=[], metavar="NAME", help=argparse.SUPPRESS
-    )
     return parser  # fmt: skip
 
 
@@ -170,7 +168,6 @@ def settings_from(args: argparse.Namespace, port: int) -> Settings:
         log_level=args.log_level,
         sandbox_ttl=args.sandbox_ttl,
         max_sandboxes=args.max_sandboxes,
-        defects=frozenset(args.defect),
     )
 
 
@@ -189,8 +186,6 @@ def banner(app: MockApp) -> str:
             role = members[key["member"]]["role"]
             who = f"{workspace['slug']} / {key['member']} ({role})"
             lines.append(f"    {key['key']:<28} {who}")
-    if settings.defects:
-        lines.append("  DEFECTS ON (test only): " + ", ".join(sorted(settings.defects)))
     return "\n".join(lines)
 
 
@@ -199,8 +194,11 @@ def fail(message: str) -> int:
     return USAGE_ERROR
 
 
-def serve(args: argparse.Namespace) -> int:
-    """Bind, build the mock, say where it is (only once that is true), serve until stopped."""
+def serve(args: argparse.Namespace, *, seams: Seams | None = None) -> int:
+    """Bind, build the mock, say where it is (only once that is true), serve until stopped.
+
+    ``seams`` replaces the app's named seams (mockserver/seams.py; tests only).
+    """
     try:
         sock = bind_socket(args.host, args.port)
     except PortInUse:
@@ -216,7 +214,7 @@ def serve(args: argparse.Namespace) -> int:
         try:
             from mockserver.app import create_app
 
-            app = create_app(settings_from(args, port))
+            app = create_app(settings_from(args, port), seams=seams)
         except (FixtureError, StartupError, ValueError) as exc:
             return fail(str(exc))
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import time
 from collections.abc import Awaitable
@@ -28,12 +27,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from mockserver import defects
 from mockserver.call import Call
 from mockserver.contract import Contract, Operation
-from mockserver.platform.auth import Caller, authenticate, check_workspace_slug, require_write
+from mockserver.platform.auth import Caller, authenticate
 from mockserver.platform.envelope import Reply, iso_z, json_response, new_request_id
-from mockserver.platform.errors import ApiError, invalid_request
+from mockserver.platform.errors import ApiError
 from mockserver.platform.idempotency import fingerprint
 from mockserver.platform.journal import Entry, kept
 from mockserver.platform.jsonbody import JsonReader
@@ -129,13 +127,17 @@ class Dispatcher:
                     raise fault.error()  # type: ignore[misc]
             if op.public:
                 # Public operations (the contract itself) need no key and are never counted.
-                if rt.defect("openapi-needs-key") and not request.headers.get("authorization"):
-                    raise ApiError("unauthorized", "defect: openapi-needs-key")
+                rt.seams.admit_public(op, request.headers)
+                rate = rt.seams.count_public(rt, op, request.headers)
                 result = self.bindings[op.operation_id].func(rt)
                 response = result if isinstance(result, Response) else json_response(200, result)
             else:
-                caller = authenticate(rt.world.data, request.headers.get("authorization"))
-                rate = rt.rate.hit(caller.identity)
+                caller = authenticate(
+                    rt.world.data,
+                    request.headers.get("authorization"),
+                    rt.faults.credential_store,
+                )
+                rate = rt.rate.hit(rt.seams.rate_identity(caller))
                 if not rate.allowed:
                     raise ApiError(
                         "rate_limited",
@@ -143,8 +145,7 @@ class Dispatcher:
                         f"retry after {rate.reset_seconds} seconds",
                         headers={"Retry-After": str(rate.reset_seconds)},
                     )
-                if not rt.defect("workspace-slug-ignored"):
-                    check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
+                rt.seams.check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
                 injected = fault.error() if fault is not None else None
                 if injected is not None:
                     if injected.status == 429:
@@ -156,23 +157,19 @@ class Dispatcher:
                 validator = rt.validators[op.operation_id]
                 body = MISSING
                 if validator.accepts_body:
-                    raw = await self.read_raw(request, rt)
+                    raw = await self.read_raw(request)
                     body = self.json.read(raw, request.headers.get("content-type", ""))
                 query = list(request.query_params.multi_items())
                 headers = dict(request.headers)
-                if rt.settings.defects:
-                    query, headers, body = defects.on_request(
-                        rt.settings.defects, op, query, headers, body
-                    )
+                query, headers, body = rt.seams.prepare_request(op, query, headers, body)
                 valid = validator.validate(path_params, query, headers, body)
                 binding = self.bindings[op.operation_id]
-                if binding.writes:
-                    require_write(caller)
+                rt.seams.authorize(caller, op, binding.writes)
                 call = Call(
                     rt, op, request_id, caller, valid.path, valid.query, valid.headers, valid.body
                 )
                 key = valid.headers.get(IDEMPOTENCY_HEADER)
-                if key is not None and not rt.defect("replay-creates-again"):
+                if key is not None:
                     print_ = fingerprint(
                         op.operation_id, valid.path, None if body is MISSING else body
                     )
@@ -191,8 +188,7 @@ class Dispatcher:
             for name, value in rate.headers().items():
                 if name not in response.headers:
                     response.headers[name] = value
-        if rt.settings.defects:
-            response = defects.on_response(rt.settings.defects, op, response)
+        response = rt.seams.finish_response(op, response)
         rt.journal.record(
             Entry(
                 request_id=request_id,
@@ -212,23 +208,21 @@ class Dispatcher:
         )
         return response
 
-    async def read_raw(self, request: Request, rt: Runtime) -> bytes:
+    async def read_raw(self, request: Request) -> bytes:
         """The body's bytes; 413 for a body over the limit (declared or streamed)."""
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise self.too_large(rt)
+            raise self.too_large()
         chunks = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > self.max_body:
-                raise self.too_large(rt)
+                raise self.too_large()
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def too_large(self, rt: Runtime) -> ApiError:
-        if rt.defect("no-payload-limit"):
-            return invalid_request("the body is too large", reason="defect")
+    def too_large(self) -> ApiError:
         return ApiError(
             "payload_too_large",
             f"the body is larger than {self.max_body} bytes",
@@ -247,12 +241,8 @@ class Dispatcher:
         workspace_id = call.workspace_id
         with rt.transaction():
             if key is not None:
-                entry = idempotency.lookup(workspace_id, key, print_)
+                entry = rt.seams.find_replay(call, key, print_)
                 if entry is not None:
-                    if rt.defect("replay-charges-twice"):  # defect:
-                        cost = json.loads(entry["body"]).get("cost")
-                        if cost:
-                            call.workspace["credits"] -= cost["credits"]
                     response = Response(
                         entry["body"].encode(),
                         status_code=entry["status"],

@@ -22,6 +22,7 @@ import yaml
 
 from mockserver.platform.auth import hash_key, key_label
 from mockserver.resources import fixtures_dir
+from mockserver.seams import Seams
 from mockserver.world import World
 
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present
@@ -77,9 +78,9 @@ def _includes(node: Any, base: Path) -> Any:
 
 
 def build_world(
-    fixtures: dict[str, Any], *, seed: int | None = None, defects: frozenset[str] = frozenset()
+    fixtures: dict[str, Any], *, seed: int | None = None, seams: Seams | None = None
 ) -> World:
-    """A new world holding exactly the fixtures."""
+    """A new world holding exactly the fixtures (reading them with the seams' rules)."""
     fixtures = copy.deepcopy(fixtures)
     data: dict[str, Any] = {
         "capabilities": {
@@ -89,7 +90,7 @@ def build_world(
         "keys": {},
         "workspaces": {},
     }
-    world = World(data, seed=seed, defects=defects)
+    world = (seams or Seams()).world(data, seed=seed)
     for spec in fixtures["workspaces"]:
         _add_workspace(world, spec)
     for name, value in fixtures.items():

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from mockserver import defects
 from mockserver.contract import Contract, default_contract
 from mockserver.fixtures import build_world, load_fixtures
 from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
@@ -21,6 +20,7 @@ from mockserver.platform.scheduler import Scheduler
 from mockserver.platform.secretbox import SecretBox
 from mockserver.platform.transactions import active, transaction
 from mockserver.platform.validation import OperationValidator, compile_all
+from mockserver.seams import Seams
 from mockserver.settings import Settings
 from mockserver.world import World
 
@@ -31,7 +31,8 @@ class Runtime:
     """One world with everything that acts on it: the default mock, or one sandbox.
 
     A sandbox (sandboxes.py) passes the parts it shares with the default runtime: the parsed
-    contract, its compiled validators and the data key; and its own fixtures.
+    contract, its compiled validators, the data key and the seams (seams.py); and its own
+    fixtures.
     """
 
     def __init__(
@@ -43,9 +44,10 @@ class Runtime:
         validators: dict[str, OperationValidator] | None = None,
         secrets: SecretBox | None = None,
         start: datetime | None = None,
+        seams: Seams | None = None,
     ) -> None:
         self.settings = settings or Settings()
-        defects.check(self.settings.defects)
+        self.seams = seams or Seams()
         self.contract = contract or default_contract()
         self.fixtures = fixtures if fixtures is not None else load_fixtures(self.settings.fixtures)
         self.start = start or parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
@@ -53,7 +55,7 @@ class Runtime:
         self.world: World = self._new_world()
         limits = self.contract.limits
         self.cursors = CursorCodec(
-            self.clock, int(limits["cursorLifetimeSeconds"]), defects=self.settings.defects
+            self.clock, int(limits["cursorLifetimeSeconds"]), open_cursor=self.seams.open_cursor
         )
         self.rate = RateLimiter(
             self.settings.rate_limit or self.contract.rate_limit_per_minute, self.clock
@@ -75,11 +77,7 @@ class Runtime:
         self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
 
     def _new_world(self) -> World:
-        return build_world(self.fixtures, seed=self.settings.seed, defects=self.settings.defects)
-
-    def defect(self, name: str) -> bool:
-        """True when the test-only defect ``name`` is switched on (see the conformance tests)."""
-        return name in self.settings.defects
+        return build_world(self.fixtures, seed=self.settings.seed, seams=self.seams)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -115,7 +113,7 @@ class Runtime:
 
     def restore(self, data: dict[str, Any]) -> None:
         """Replace the whole state with a snapshot (``PUT /_mock/snapshot``)."""
-        self.world = World(data, seed=self.settings.seed, defects=self.settings.defects)
+        self.world = self.seams.world(data, seed=self.settings.seed)
         if isinstance(self.clock, ManualClock) and "clock" in data:
             self.clock.set(parse_time(data["clock"]))
         self.rate.reset()

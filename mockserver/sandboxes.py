@@ -5,7 +5,8 @@ from the fixtures (every workspace, or the one named), with new keys for every f
 its own clock (manual unless asked otherwise, so time moves only when that sandbox's
 ``/_mock/clock/advance`` says), and its own records, credits, governance, jobs, deliveries,
 rate-limit buckets, cursors (signed with its own key), idempotency keys, faults and journal.
-Only the parsed contract, its compiled validators and the data key are shared.
+Only the parsed contract, its compiled validators, the data key and the seams (seams.py)
+are shared.
 
 A sandbox key carries its sandbox's id (``sk_sbx_<id>_<secret>``), so a request finds its
 sandbox without a lookup table; within the sandbox the key is checked (hashed) like any
@@ -139,6 +140,7 @@ class SandboxManager:
             validators=parent.validators,
             secrets=parent.secrets,
             start=parse_time(start) if start else None,
+            seams=parent.seams,
         )
         runtime.delivery.start()
         if clock == "real":

@@ -22,4 +22,3 @@ class Settings:
     log_level: str = "info"
     sandbox_ttl: float = 3600.0  # seconds of wall time an idle sandbox lives
     max_sandboxes: int = 64
-    defects: frozenset[str] = frozenset()

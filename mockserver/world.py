@@ -25,28 +25,47 @@ The tree is made of tracked containers (platform/transactions.py): every change 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mockserver.platform.ids import IdFactory
 from mockserver.platform.transactions import adopt, plain
 
 
+def own_record(world: World, workspace_id: str, name: str, record_id: str) -> dict[str, Any] | None:
+    """A record of this workspace, or None (ids of other workspaces are simply not here)."""
+    return world.collection(workspace_id, name).get(record_id)
+
+
+def marked_available(capability: dict[str, Any]) -> bool:
+    """A capability of the price table is available while it is marked so (the control plane
+    marks it)."""
+    return bool(capability["available"])
+
+
+FindRecord = Callable[["World", str, str, str], "dict[str, Any] | None"]
+
+
 class World:
+    """The state, and the two rules that read it: ``find_record`` (which records a workspace
+    sees) and ``capability_available`` (the runtime's seams)."""
+
     def __init__(
         self,
         data: dict[str, Any],
         *,
         seed: int | None = None,
-        defects: frozenset[str] = frozenset(),
+        find_record: FindRecord = own_record,
+        capability_available: Callable[[dict[str, Any]], bool] = marked_available,
     ) -> None:
         data.setdefault("counters", {})
         data.setdefault("seq", 0)
         data.setdefault("idempotency", {})
         self.data: dict[str, Any] = adopt(data)
         self.seed = seed
-        self.defects = defects  # test-only (mockserver/defects.py)
         self.ids = IdFactory(seed, self.data["counters"])
+        self.find_record = find_record
+        self.capability_available = capability_available
 
     # -- workspaces --------------------------------------------------------------------------
 
@@ -70,11 +89,7 @@ class World:
 
     def get(self, workspace_id: str, name: str, record_id: str) -> dict[str, Any] | None:
         """A record of this workspace, or None (ids of other workspaces are simply not here)."""
-        found = self.collection(workspace_id, name).get(record_id)
-        if found is None and "cross-workspace-readable" in self.defects:  # defect:
-            for other in self.workspaces:
-                found = found or self.collection(other, name).get(record_id)
-        return found
+        return self.find_record(self, workspace_id, name, record_id)
 
     def insert(self, workspace_id: str, name: str, record: dict[str, Any]) -> dict[str, Any]:
         """Add a record at the end of its collection's order."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     from conformance.target import Exchange
 
 FAMILIES = (
-    "envelope", "auth", "pagination", "idempotency", "webhooks", "limits", "schema", "rate-limit",
+    "envelope", "auth", "pagination", "idempotency", "records", "workflows", "jobs", "webhooks",
+    "limits", "schema", "model", "rate-limit",
 )  # fmt: skip
 _MODULES = ("envelope", "auth", "pagination", "idempotency", "webhooks", "limits", "schema",
-            "ratelimit")  # fmt: skip
+            "ratelimit", "stated", "semantics", "workflows", "records", "jobs",
+            "model")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,17 @@ def _matches(check: Check, names: Iterable[str]) -> bool:
 def shard(checks: list[Check], index: int, count: int) -> list[Check]:
     """Shard ``index`` (1-based) of ``count``: the checks that make requests are dealt out in
     name order, round robin, so ``count`` shards together run each exactly once; observers
-    (checks that judge every exchange and make no requests of their own) go with every shard,
-    so together they judge every exchange of a full run."""
+    (checks that judge every exchange) go with every shard, so together they judge every
+    exchange of a full run. A check that both observes and makes requests observes in every
+    shard and makes its requests in the one it is dealt to (elsewhere it comes without ``run``).
+    The same for the workers of ``--workers N``: worker ``k`` runs shard ``k`` of ``N``."""
     active = sorted((c for c in checks if c.run is not None), key=lambda c: c.name)
     mine = {c.name for i, c in enumerate(active) if i % count == index - 1}
-    return [c for c in checks if c.name in mine or c.run is None]
+    return [
+        c if c.name in mine or c.run is None else replace(c, run=None)
+        for c in checks
+        if c.name in mine or c.observe is not None or c.run is None
+    ]
 
 
 def select(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Check]:

@@ -7,6 +7,7 @@ authenticated response carries are those its documented response declares.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -228,7 +229,7 @@ def _show(body: Any, exchange: Exchange) -> str:
     if body is None:
         text = exchange.response_body[:120].decode("utf-8", "replace")
         return f"a non-JSON body {text!r}" if text else "an empty body"
-    text = repr(body)
+    text = json.dumps(body, ensure_ascii=False)
     return text if len(text) <= 160 else text[:157] + "..."
 
 

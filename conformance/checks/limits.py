@@ -2,11 +2,17 @@
 
 402 and ``capability_unavailable`` are states a suite cannot safely bring about on a real
 deployment; against the bundled mock they are reached through its control plane. The 413 probe
-is always safe: its body also breaks a stated bound, so it must be refused either way.
+is always safe: its body also breaks a stated bound, so it must be refused either way. Quote and
+charge are compared by the balance ``GET /v1/capabilities`` answers before and after one paid
+call of each operation whose price the contract states.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks import check
@@ -57,7 +63,7 @@ def payment_required(ctx: Context) -> None:
         if ctx.expect(
             exchange.status == 402 and exchange.code == "insufficient_credits" in codes,
             "insufficient-credits",
-            f"with no credits {op.label} answered {exchange.status} {exchange.code}",
+            f"with no credits {op.label} answered {exchange.status} {exchange.code or '(no code)'}",
             exchange=exchange,
             quote=quote,
         ):
@@ -75,7 +81,8 @@ def payment_required(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 402 and exchange.code == "budget_capped" in codes,
             "budget-capped",
-            f"with the member capped {op.label} answered {exchange.status} {exchange.code}",
+            f"with the member capped {op.label} answered {exchange.status} "
+            f"{exchange.code or '(no code)'}",
             exchange=exchange,
             quote=quote,
         )
@@ -84,7 +91,8 @@ def payment_required(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 402 and exchange.code == "budget_capped",
             "budget-capped-after-top-up",
-            f"budget_capped must not clear with a top-up; got {exchange.status} {exchange.code}",
+            f"budget_capped must not clear with a top-up; got {exchange.status} "
+            f"{exchange.code or '(no code)'}",
             exchange=exchange,
             quote=quote,
         )
@@ -104,7 +112,8 @@ def _judge_shortfall(ctx: Context, exchange: Exchange, schema: Any, quote: str) 
     ctx.expect(
         ok,
         "shortfall-details",
-        f"details must give price, balance and shortfall = price - balance; got {details!r}",
+        "details must give price, balance and shortfall = price - balance; got "
+        f"{json.dumps(details, ensure_ascii=False)}",
         exchange=exchange,
         quote=ctx.held.quote("#/components/schemas/CreditShortfall"),
     )
@@ -140,7 +149,7 @@ def capability_unavailable(ctx: Context) -> None:
             exchange.status == 503 and exchange.code == "capability_unavailable",
             "capability-unavailable",
             f"{op.label} with every capability unavailable answered {exchange.status} "
-            f"{exchange.code}",
+            f"{exchange.code or '(no code)'}",
             exchange=exchange,
             quote=quote,
         )
@@ -177,7 +186,7 @@ def payload_too_large(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 413 and exchange.code in codes,
             "payload-too-large",
-            f"a {limit + 1024}-byte body answered {exchange.status} {exchange.code}",
+            f"a {limit + 1024}-byte body answered {exchange.status} {exchange.code or '(no code)'}",
             exchange=exchange,
             quote=quote,
         )
@@ -186,7 +195,7 @@ def payload_too_large(ctx: Context) -> None:
             exchange.status in (400, 404, 413),
             "refused",
             f"a {limit + 1024}-byte body (its {field} over the stated {bound}) answered "
-            f"{exchange.status} {exchange.code}",
+            f"{exchange.status} {exchange.code or '(no code)'}",
             exchange=exchange,
             quote=quote,
         )
@@ -203,3 +212,164 @@ def _bounded_string_field(ctx: Context) -> tuple[Operation, str, int]:
             if bounded and schema.get("type") == "string":
                 return op, name, schema["maxLength"]
     raise Skip("no body field with a stated length bound")
+
+
+# -- quote and charge ---------------------------------------------------------------------------
+
+CAPABILITIES = "getCapabilities"
+_PAID_AS = re.compile(r"Paid \(`([^`]+)`([^)]*)\)")  # "Paid (`video-render`, inferred name)"
+_PRICED_BY_WORK = re.compile(r"\(`([^`]+)`, \d+ credits\)")  # remix: "(`script`, 100 credits)"
+Items = list[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """What GET /v1/capabilities quotes now: prices and options by capability, the balance."""
+
+    prices: dict[str, int]
+    options: dict[str, dict[str, Any]]
+    balance: int
+
+
+def _catalogue(ctx: Context) -> Catalogue | None:
+    op = ctx.contract.full.operations[CAPABILITIES]
+    body = ctx.call(op).json()
+    if not isinstance(body, dict) or not isinstance(body.get("balance"), dict):
+        return None
+    credits = body["balance"].get("credits")
+    entries = [
+        entry
+        for entry in body.get("capabilities") or []
+        if isinstance(entry, dict)
+        and isinstance(entry.get("name"), str)
+        and isinstance(entry.get("price"), int)
+    ]
+    if not isinstance(credits, int) or not entries:
+        return None
+    return Catalogue(
+        {e["name"]: e["price"] for e in entries},
+        {e["name"]: e["options"] for e in entries if isinstance(e.get("options"), dict)},
+        credits,
+    )
+
+
+def _accepted_values(options: dict[str, Any]) -> Callable[[Any], Any]:
+    """A body update choosing, for each field the capability publishes values of (its
+    ``options``, by the plural of the field's name: ``genres`` for ``genre``), the first."""
+
+    def update(body: Any) -> Any:
+        for key, values in options.items():
+            name = key[:-1] if key.endswith("s") else key
+            if isinstance(body, dict) and name in body and isinstance(values, list) and values:
+                body[name] = values[0]
+        return body
+
+    return update
+
+
+def _succeed(
+    ctx: Context, op: Operation, update: Callable[[Any], Any]
+) -> tuple[Prepared, Exchange] | None:
+    for attempt in range(2):
+        prepared = ctx.sample(
+            op, salt=f"quote-{attempt}", idempotency_key=ctx.new_key(), body_update=update
+        )
+        if prepared is None:
+            return None
+        exchange = ctx.send(prepared, op)
+        if ctx.unavailable(exchange):
+            return None
+        if 200 <= exchange.status < 300:
+            return prepared, exchange
+    return None
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """How the contract prices a call: the work's items from its body (capability, quantity);
+    ``fixed`` names the capability of a fixed-price operation."""
+
+    items: Callable[[Any], Items]
+    fixed: str | None = None
+
+
+def _pricing(op: Operation) -> Pricing | str:
+    """A fixed-price operation (``Paid (`name`)``) or remix's stated rule; else why not."""
+    text = " ".join(str(op.definition.get("description", "")).split())
+    if found := _PAID_AS.search(text):
+        name, rest = found.group(1), found.group(2)
+        if "per " in rest:
+            return "priced per unit of its body, not at a fixed price"
+        return Pricing(lambda body: [(name, 1)], fixed=name)
+    names = _PRICED_BY_WORK.findall(text)
+    if len(names) == 3 and "per url source" in text:
+        return Pricing(_remix_items(*names))
+    return "the contract states no price for its work"
+
+
+def _remix_items(per_url: str, script: str, scenes: str) -> Callable[[Any], Items]:
+    """The stated rule: with any url source, one video analysis per url source; from
+    transcripts alone one script, or one scene plan when ``outputFormat`` is ``scenes``."""
+
+    def items(body: Any) -> Items:
+        body = body if isinstance(body, dict) else {}
+        sources = body.get("sources") if isinstance(body.get("sources"), list) else []
+        urls = sum(1 for source in sources if isinstance(source, dict) and "url" in source)
+        if urls:
+            return [(per_url, urls)]
+        return [(scenes if body.get("outputFormat") == "scenes" else script, 1)]
+
+    return items
+
+
+@check(
+    "limits-quote-equals-charge",
+    FAMILY,
+    "a successful paid call lowers the balance by exactly the price GET /v1/capabilities quotes "
+    "for its work (fixed-price operations, and remix priced per url source or per "
+    "script/scene plan; operations priced otherwise are skipped)",
+    spends=True,
+)
+def quote_equals_charge(ctx: Context) -> None:
+    quote = ctx.held.quote(
+        f"#/paths/{'/v1/capabilities'.replace('/', '~1')}/get",
+        "Prices are read from the table the charge uses, so quote and charge agree.",
+    )
+    judged = 0
+    current: Catalogue | None = None  # the last reading, while nothing was called since
+    for op in replayable(ctx, paid=True):
+        pricing = _pricing(ctx.contract.full.operations[op.operation_id])
+        if isinstance(pricing, str):
+            ctx.skip(pricing)
+            continue
+        before, current = current or _catalogue(ctx), None
+        if before is None:
+            raise Skip("GET /v1/capabilities does not answer prices and a balance")
+        options = before.options.get(pricing.fixed, {}) if pricing.fixed else {}
+        found = _succeed(ctx, op, _accepted_values(options))
+        if found is None:
+            ctx.skip("no generated request succeeded")
+            continue
+        prepared, exchange = found
+        items = pricing.items(json.loads(prepared.body or b"null"))
+        if any(name not in before.prices for name, _ in items):
+            ctx.skip("the catalogue does not list the capability the contract names")
+            continue
+        after = current = _catalogue(ctx)
+        if after is None:
+            raise Skip("GET /v1/capabilities does not answer prices and a balance")
+        quoted = sum(before.prices[name] * quantity for name, quantity in items)
+        shown = " + ".join(f"{q} × {name} at {before.prices[name]}" for name, q in items)
+        charged = before.balance - after.balance
+        judged += 1
+        ctx.expect(
+            charged == quoted,
+            "charge-equals-quote",
+            f"{op.label}: GET /v1/capabilities quoted {quoted} credits ({shown}); the balance "
+            f"went from {before.balance} to {after.balance}, a charge of {charged}",
+            exchange=exchange,
+            quote=quote,
+            key=(op.operation_id,),
+        )
+    if not judged:
+        raise Skip("no paid call with a stated price succeeded")

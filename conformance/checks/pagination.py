@@ -7,6 +7,7 @@ A list is cursor-paged when the profile's document gives it a ``cursor`` query p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -43,13 +44,17 @@ def _path_parameters(ctx: Context, op: Operation) -> dict[str, str] | None:
     return found
 
 
-def _through_a_link(ctx: Context, op: Operation) -> dict[str, str] | None:
+def _through_a_link(
+    ctx: Context, op: Operation, body_update: Callable[[Any], Any] | None = None
+) -> dict[str, str] | None:
     """Ids for ``op`` from a create whose response links to it (``$response.body#/job/id``)."""
     for source in ctx.held.operations.values():
         if ctx.why_not_send(source) is not None:
             continue
         for link in _links_to(ctx, source, op):
-            prepared = ctx.sample(source, salt="link", idempotency_key=ctx.new_key())
+            prepared = ctx.sample(
+                source, salt="link", idempotency_key=ctx.new_key(), body_update=body_update
+            )
             if prepared is None:
                 continue
             exchange = ctx.send(prepared, source)
@@ -135,7 +140,8 @@ class Walk:
                 if judge:
                     ctx.fail(
                         "follow-cursor",
-                        f"page {len(self.pages)} answered {exchange.status} {exchange.code}"
+                        f"page {len(self.pages)} answered {exchange.status} "
+                        f"{exchange.code or '(no code)'}"
                         + (" (following nextCursor)" if cursor else ""),
                         exchange=exchange,
                         quote=_quote(ctx),
@@ -176,7 +182,8 @@ class Walk:
             ctx.expect(
                 body["hasMore"] is (next_cursor not in (None, "")),
                 "has-more",
-                f"hasMore is {body['hasMore']!r} while nextCursor is {next_cursor!r}",
+                f"hasMore is {'null' if body['hasMore'] is None else repr(body['hasMore'])} "
+                f"while nextCursor is {'null' if next_cursor is None else repr(next_cursor)}",
                 exchange=exchange,
                 quote=ctx.held.quote("#/components/schemas/CursorPage/properties/hasMore"),
                 key=(self.op.operation_id, "has-more"),
@@ -259,7 +266,8 @@ def _refused(ctx: Context, exchange: Exchange, rule: str, message: str) -> None:
     ctx.expect(
         exchange.status == 400 and exchange.code in codes,
         rule,
-        f"{message}: expected 400 {' or '.join(codes)}, got {exchange.status} {exchange.code}",
+        f"{message}: expected 400 {' or '.join(codes)}, got {exchange.status} "
+        f"{exchange.code or '(no code)'}",
         exchange=exchange,
         quote=ctx.held.quote("#/components/responses/BadRequest") + " " + _quote(ctx),
     )
@@ -370,7 +378,8 @@ def deprecated_params(ctx: Context) -> None:
             ctx.expect(
                 200 <= exchange.status < 300,
                 "deprecated-accepted",
-                f"deprecated {param.name}={value} answered {exchange.status} {exchange.code}",
+                f"deprecated {param.name}={value} answered {exchange.status} "
+                f"{exchange.code or '(no code)'}",
                 exchange=exchange,
                 quote="A deprecated field stays accepted and returned.",
             )
@@ -406,7 +415,7 @@ def _deprecated_body_fields(ctx: Context) -> None:
                 200 <= exchange.status < 300,
                 "deprecated-accepted",
                 f"a body with deprecated {name}={value!r} answered {exchange.status} "
-                f"{exchange.code}",
+                f"{exchange.code or '(no code)'}",
                 exchange=exchange,
                 quote=ctx.held.quote(f"{_pointer_of(op)}", "A deprecated field stays accepted."),
             )
@@ -487,7 +496,7 @@ def _walk_stream(ctx: Context, op: Operation, path: dict[str, str], pointer: lis
         if not ctx.expect(
             isinstance(node, int) and (after is None or node >= after),
             "never-backwards",
-            f"nextAfter went from {after} to {node!r}",
+            f"nextAfter went from {'(none)' if after is None else after} to {node!r}",
             exchange=exchange,
             quote=ctx.held.quote(_pointer_of(op)),
         ):
@@ -496,3 +505,151 @@ def _walk_stream(ctx: Context, op: Operation, path: dict[str, str], pointer: lis
         if node == after or (isinstance(body, dict) and body.get("hasMore") is False):
             return
         after = node
+
+
+# -- a cursor beside a deprecated paging parameter ----------------------------------------------
+
+_CURSOR_WINS = re.compile(r"[^.]*\bcursor`? wins[^.]*\.?", re.I)
+MAX_GUESSES = 12  # values tried for a path parameter no list names (a catalogue's domain)
+
+
+def _sentence_cursor_wins(ctx: Context, op: Operation, param: Parameter) -> str | None:
+    """Where the contract says the cursor wins over ``param``: the operation's sentence, else
+    the parameter's description."""
+    full = ctx.contract.full
+    texts = [str(op.definition.get("description", ""))]
+    for raw in op.definition.get("parameters", []):
+        resolved = full.resolve(raw)
+        if resolved.get("name") == param.name:
+            texts.append(str(resolved.get("description", "")))
+    for text in texts:
+        if found := _CURSOR_WINS.search(" ".join(text.split())):
+            return found.group(0).strip()
+    return None
+
+
+def _guesses(ctx: Context, op: Operation) -> list[dict[str, str]]:
+    """Path values to try for a parameter no list names (a catalogue's ``domain``): words of
+    the workspace's channel niches and the theme taxonomy's ids, as the parameter's pattern
+    allows them."""
+    param = op.path_parameters[0]
+    full = ctx.contract.full.operations[op.operation_id].parameter(param.name, "path")
+    schema = full.schema if full else param.schema
+    parts = [schema, *[p for p in schema.get("allOf", []) if isinstance(p, dict)]]
+    pattern = next((re.compile(p["pattern"]) for p in parts if "pattern" in p), None)
+    words: list[str] = []
+    for path, field in (("/v1/channels", "niche"), ("/v1/themes", "id")):
+        for text in _listed_values(ctx, path, field):
+            words += [text.lower().replace(" ", "-"), *text.lower().split()]
+    found = [w for w in dict.fromkeys(words) if w and (pattern is None or pattern.search(w))]
+    return [{param.name: w} for w in found[:MAX_GUESSES]]
+
+
+def _listed_values(ctx: Context, path: str, field: str) -> list[str]:
+    """``field`` of the items on the first page of the list at ``path``."""
+    full = ctx.contract.full
+    lister = full.find("GET", path)
+    items_field = full.items_field(lister) if lister is not None else None
+    if lister is None or items_field is None or ctx.why_not_send(lister):
+        return []
+    body = ctx.call(lister).json()
+    items = body.get(items_field) if isinstance(body, dict) else None
+    return [str(i[field]) for i in items or [] if isinstance(i, dict) and field in i]
+
+
+def _listable_path(ctx: Context, op: Operation, limit: int | None) -> dict[str, str] | None:
+    if not op.path_parameters:
+        return {}
+    found = ctx.session.ids.path_parameters(op)
+    if found is not None or len(op.path_parameters) != 1:
+        return found
+    for guess in _guesses(ctx, op):
+        query = {"limit": limit} if limit is not None else {}
+        if ctx.call(op, path_parameters=guess, params=query).status == 200:
+            return guess
+    return None
+
+
+def _page_ids(ctx: Context, op: Operation, exchange: Exchange) -> list[str] | None:
+    body = exchange.json()
+    items = body.get(ctx.contract.full.items_field(op) or "") if isinstance(body, dict) else None
+    if exchange.status != 200 or not isinstance(items, list):
+        return None
+    return [str(i.get("id")) for i in items if isinstance(i, dict)]
+
+
+@check(
+    "pagination-catalog-precedence",
+    FAMILY,
+    "a cursor sent with the deprecated offset (video catalog; after on assets, full profile) "
+    "wins: the page is the cursor's, not the first; the deprecated parameter alone still pages",
+)
+def catalog_precedence(ctx: Context) -> None:
+    judged = False
+    for op in ctx.held.operations.values():
+        if not ctx.held.is_cursor_list(op):
+            continue
+        for param in [p for p in op.parameters if p.deprecated and p.location == "query"]:
+            sentence = _sentence_cursor_wins(ctx, op, param)
+            if sentence is None:
+                continue
+            if reason := ctx.why_not_send(op):
+                ctx.skip(reason)
+                continue
+            if "inferred" in sentence and ctx.profile == "contract":
+                ctx.skip("that the cursor wins is inferred for this list")
+                continue
+            judged = _precedence(ctx, op, param, sentence) or judged
+    if not judged:
+        raise Skip("no list with a deprecated paging parameter could be paged")
+
+
+def _answered(exchange: Exchange, ids: list[str] | None, first: list[str]) -> str:
+    if ids is None:
+        return f"{exchange.status} {exchange.code or '(no code)'}"
+    return f"items {ids[:5]}" + (" (the first page)" if ids == first else "")
+
+
+def _precedence(ctx: Context, op: Operation, param: Parameter, sentence: str) -> bool:
+    limit = _page_size(op, wanted=2)
+    path = _listable_path(ctx, op, limit)
+    if path is None:
+        ctx.skip("no id to page under")
+        return False
+    base = {"limit": limit} if limit is not None else {}
+    first = ctx.call(op, path_parameters=path, params=base)
+    if ctx.unavailable(first):
+        return False
+    body = first.json()
+    cursor = body.get("nextCursor") if isinstance(body, dict) else None
+    first_ids = _page_ids(ctx, op, first)
+    if not isinstance(cursor, str) or not cursor or first_ids is None:
+        ctx.skip("the list has a single page")
+        return False
+    declared = ctx.contract.full.operations[op.operation_id].parameter(param.name, "query")
+    start = _valid_value(declared.schema if declared else param.schema)
+    second = ctx.call(op, path_parameters=path, params=base | {"cursor": cursor})
+    by_cursor = _page_ids(ctx, op, second)
+    both = ctx.call(op, path_parameters=path, params=base | {"cursor": cursor, param.name: start})
+    both_ids = _page_ids(ctx, op, both)
+    ctx.expect(
+        by_cursor is not None and both_ids == by_cursor,
+        "cursor-wins",
+        f"cursor with {param.name}={start} answered {_answered(both, both_ids, first_ids)}; "
+        f"the cursor alone answers {_answered(second, by_cursor, first_ids)}",
+        exchange=both,
+        quote=sentence,
+    )
+    skip = len(first_ids)
+    alone = ctx.call(op, path_parameters=path, params=base | {param.name: skip})
+    alone_ids = _page_ids(ctx, op, alone)
+    ctx.expect(
+        alone_ids is not None and alone_ids == by_cursor,
+        "deprecated-pages",
+        f"{param.name}={skip} alone (the first page's items read) answered "
+        f"{_answered(alone, alone_ids, first_ids)}; the second page is "
+        f"{_answered(second, by_cursor, first_ids)}",
+        exchange=alone,
+        quote=ctx.held.quote(_pointer_of(op), "A deprecated field stays accepted."),
+    )
+    return True

@@ -7,11 +7,16 @@
   any documented answer passes);
 * ``schema-negative``: requests that break a stated constraint are refused with 400
   ``invalid_request`` (404 when the broken part is the path; 413 for a big body);
-* ``schema-stateful``: sequences that follow the contract's ``links``.
+* ``schema-stateful``: sequences that follow the contract's ``links``;
+* ``schema-deprecated-fields``: a response property the contract marks ``deprecated: true`` is
+  still returned wherever the replacement its description names (``use `download```) is; the
+  reads that can carry one are made (with the deprecated query parameters sent), and a render
+  job is followed to its end where the run may spend.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -21,7 +26,16 @@ from schemathesis import GenerationMode
 from schemathesis.core.transport import Response
 
 from conformance.checks import check, observer
-from conformance.contract import Operation
+from conformance.checks.jobs import (
+    RENDER,
+    RENDER_KIND,
+    deprecated_in,
+    follow,
+    job_starters,
+    replacement,
+    start_jobs,
+)
+from conformance.contract import ContractView, Operation
 from conformance.generation import prepare, salted
 from conformance.requestcheck import negatable
 from conformance.runner import BUDGET_USED_UP, INFERRED_OPERATION, Context, Skip
@@ -77,7 +91,8 @@ def server_errors(ctx: Context, exchange: Exchange) -> None:
         return
     ctx.fail(
         "no-5xx",
-        f"{exchange.method} {exchange.path} answered {exchange.status} {exchange.code or ''}",
+        f"{exchange.method} {exchange.path} answered {exchange.status} "
+        f"{exchange.code or '(no code)'}",
         exchange=exchange,
         quote=ctx.held.error_description(exchange.status) or "A 5xx is a server error.",
         key=(exchange.operation_id or exchange.path, exchange.status),
@@ -142,7 +157,8 @@ def _judge_positive(ctx: Context, op: Operation, exchange: Exchange) -> None:
     if exchange.status >= 500 and exchange.code not in _RETRYABLE:
         ctx.fail(
             "no-5xx",
-            f"a valid request to {op.label} answered {exchange.status} {exchange.code or ''}",
+            f"a valid request to {op.label} answered {exchange.status} "
+            f"{exchange.code or '(no code)'}",
             exchange=exchange,
             quote=ctx.held.error_description(exchange.status),
             key=(op.operation_id, exchange.status),
@@ -199,17 +215,38 @@ def negative(ctx: Context) -> None:
                 break
             allowed = {400, 413} | ({404} if any(v.location == "path" for v in broken) else set())
             shown = "; ".join(f"{v.location} {v.name}: {v.message}" for v in broken[:3])
+            wrong = _refusal_problem(exchange, allowed, codes)
             ctx.expect(
-                exchange.status in allowed and (exchange.status != 400 or exchange.code in codes),
+                wrong is None,
                 "refused",
-                f"{op.label} with {shown} answered {exchange.status} {exchange.code or ''} "
-                f"(expected {' or '.join(map(str, sorted(allowed)))})",
+                f"{op.label} with {shown}: {_refusal_diff(exchange, allowed, codes, wrong)}",
                 exchange=exchange,
                 quote=ctx.held.quote("#/components/responses/BadRequest"),
                 key=(op.operation_id, exchange.status, broken[0].location),
             )
         if sent == 0:
             ctx.skip("no stated constraint to break")
+
+
+def _refusal_problem(exchange: Exchange, allowed: set[int], codes: Any) -> str | None:
+    """Which part of the answer to a request that breaks a stated constraint is wrong: the
+    status, the code, or the body (None: it was refused as the contract says)."""
+    if exchange.status not in allowed:
+        return "status wrong"
+    if exchange.status != 400 or exchange.code in codes:
+        return None
+    body = exchange.json()
+    if not isinstance(body, dict) or not isinstance(body.get("code"), str):
+        return "body not the standard error body"
+    return "code wrong"
+
+
+def _refusal_diff(exchange: Exchange, allowed: set[int], codes: Any, wrong: str | None) -> str:
+    """``expected 400 invalid_request (or 413), got 422 with no code (status wrong)``."""
+    others = " or ".join(str(s) for s in sorted(allowed) if s != 400)
+    expected = f"400 {' or '.join(codes)}".strip() + (f" (or {others})" if others else "")
+    got = f"{exchange.status} {exchange.code or 'with no code'}"
+    return f"expected {expected}, got {got}" + (f" ({wrong})" if wrong else "")
 
 
 @check(
@@ -324,3 +361,166 @@ def _link(ctx: Context, name: str) -> dict[str, Any]:
             if name in links:
                 return dict(links[name])
     return {}
+
+
+# -- deprecated response fields ------------------------------------------------------------------
+
+RETURNED = "A deprecated field stays accepted and returned."
+
+
+def _carries_deprecated(view: ContractView, schema: Any, seen: set[int]) -> bool:
+    node = view.resolve(schema)
+    if not isinstance(node, dict) or id(node) in seen:
+        return False
+    seen.add(id(node))
+    if deprecated_in(view, node):
+        return True
+    parts = [*node.get("allOf", []), *node.get("anyOf", []), *node.get("oneOf", [])]
+    parts += list(node.get("properties", {}).values())
+    parts += [node["items"]] if isinstance(node.get("items"), dict) else []
+    return any(_carries_deprecated(view, part, seen) for part in parts)
+
+
+@dataclass
+class _Place:
+    """An object of a response whose schema declares a deprecated property."""
+
+    where: str
+    value: dict[str, Any]
+    parent: Any
+    holder: str  # the $ref of the schema declaring it ("" when written inline)
+    name: str
+    replacement: str
+    description: str
+
+
+def _places(
+    view: ContractView,
+    schema: Any,
+    value: Any,
+    out: dict[tuple[int, str], _Place],
+    where: str = "",
+    parent: Any = None,
+    holder: str = "",
+    depth: int = 0,
+) -> None:
+    """Walk a response body beside its schema, noting each deprecated property's object."""
+    if depth > 40:
+        return
+    holder = schema.get("$ref", holder) if isinstance(schema, dict) else holder
+    node = view.resolve(schema)
+    if not isinstance(node, dict):
+        return
+    for part in [*node.get("allOf", []), *node.get("anyOf", []), *node.get("oneOf", [])]:
+        _places(view, part, value, out, where, parent, holder, depth + 1)
+    if isinstance(value, dict):
+        for name, raw in node.get("properties", {}).items():
+            if name in deprecated_in(view, {"properties": {name: raw}}):
+                other = replacement(view, raw) or ""
+                text = " ".join(str(view.resolve(raw).get("description", "")).split())
+                place = _Place(where, value, parent, holder, name, other, text)
+                out.setdefault((id(value), name), place)
+            if name in value:
+                _places(view, raw, value[name], out, f"{where}/{name}", value, "", depth + 1)
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for index, item in enumerate(value):
+            _places(view, node["items"], item, out, f"{where}/{index}", parent, "", depth + 1)
+
+
+def _in_scope(place: _Place, renders: set[str]) -> bool:
+    """Job artifacts carry the deprecated copy on render jobs only (JobArtifacts says so)."""
+    if not place.holder.endswith("/JobArtifacts"):
+        return True
+    job = place.parent if isinstance(place.parent, dict) else {}
+    return job.get("kind") == RENDER_KIND or job.get("id") in renders
+
+
+def _judge_deprecated(
+    ctx: Context, op: Operation, exchange: Exchange, renders: set[str]
+) -> tuple[int, int]:
+    """Judge one response; answers (places judged, places seen)."""
+    schema = ctx.held.success_schema(op)
+    if schema is None or not 200 <= exchange.status < 300:
+        return 0, 0
+    places: dict[tuple[int, str], _Place] = {}
+    _places(ctx.held, schema, exchange.json(), places)
+    judged = 0
+    for place in places.values():
+        if place.replacement not in place.value or not _in_scope(place, renders):
+            continue
+        judged += 1
+        ctx.expect(
+            place.name in place.value,
+            "deprecated-returned",
+            f"{op.label}: {place.where or '(body)'} has {place.replacement} but not its "
+            f"deprecated {place.name}",
+            exchange=exchange,
+            quote=f"{place.description} {RETURNED}".strip(),
+            key=(op.operation_id, place.where.strip("/0123456789"), place.name),
+        )
+    return judged, len(places)
+
+
+def _query_with_deprecated(op: Operation) -> dict[str, Any]:
+    """The deprecated query parameters, each at the first value its schema allows."""
+    query = {}
+    for param in op.parameters:
+        if param.location == "query" and param.deprecated:
+            parts = [
+                param.schema,
+                *[p for p in param.schema.get("allOf", []) if isinstance(p, dict)],
+            ]
+            query[param.name] = next(
+                (p["minimum"] for p in parts if isinstance(p, dict) and "minimum" in p), 0
+            )
+    return query
+
+
+@check(
+    "schema-deprecated-fields",
+    FAMILY,
+    "deprecated response fields (project kind, nextAfter, a render job's artifacts.video) are "
+    "still returned wherever their replacement is",
+)
+def deprecated_fields(ctx: Context) -> None:
+    judged = 0
+    for op in ctx.held.operations.values():
+        schema = ctx.held.success_schema(op)
+        if op.method != "GET" or schema is None or not _carries_deprecated(ctx.held, schema, set()):
+            continue
+        if reason := ctx.why_not_send(op):
+            ctx.skip(reason)
+            continue
+        path = ctx.session.ids.path_parameters(op) if op.path_parameters else {}
+        if path is None:
+            ctx.skip("no id to read")
+            continue
+        exchange = ctx.call(op, path_parameters=path, params=_query_with_deprecated(op))
+        if ctx.unavailable(exchange):
+            continue
+        judged += _judge_deprecated(ctx, op, exchange, set())[0]
+    judged += _done_render(ctx)
+    if not judged:
+        raise Skip("no response read could carry a deprecated field beside its replacement")
+
+
+def _done_render(ctx: Context) -> int:
+    """Judge the reads of a render job followed to its end (when a render may be started)."""
+    starters = job_starters(ctx, only=[RENDER])
+    if not starters:
+        ctx.skip("a done render job needs a paid render (--allow-spend)")
+        return 0
+    jobs = start_jobs(ctx, starters)
+    if not jobs:
+        ctx.skip("no render job could be started")
+        return 0
+    read = ctx.contract.full.operations["getJob"]
+    renders = {job.job_id for job in jobs}
+    judged = 0
+
+    def judge(tracked: Any, exchange: Exchange, job: dict[str, Any]) -> None:
+        nonlocal judged
+        judged += _judge_deprecated(ctx, read, exchange, renders)[0]
+
+    follow(ctx, jobs, judge)
+    return judged

@@ -68,7 +68,8 @@ def _probe(
     ctx.expect(
         exchange.status == 400 and exchange.code in codes,
         "refused",
-        f"{op.label} with {what} answered {exchange.status} {exchange.code} (expected 400)",
+        f"{op.label} with {what} answered {exchange.status} {exchange.code or '(no code)'} "
+        "(expected 400)",
         exchange=exchange,
         quote=quote,
     )
@@ -198,7 +199,7 @@ def judge_delivery(
     if definition is None:
         ctx.fail(
             "event-name",
-            f"{where}: event {body.get('event')!r} is not one the contract names",
+            f"{where}: event {json.dumps(body.get('event'))} is not one the contract names",
             key=("event-name",),
             delivery=_show(delivery),
         )
@@ -238,7 +239,8 @@ def judge_delivery(
         ctx.expect(
             body.get("schemaVersion") == version,
             "schema-version",
-            f"{where}: schemaVersion is {body.get('schemaVersion')!r}, expected {version!r}",
+            f"{where}: schemaVersion is {json.dumps(body.get('schemaVersion'))}, "
+            f"expected {json.dumps(version)}",
             key=("version",),
             delivery=_show(delivery),
         )
@@ -302,7 +304,7 @@ def _subscribe(ctx: Context, url: str, secret: str) -> tuple[Exchange, str | Non
     if not 200 <= exchange.status < 300:
         ctx.fail(
             "subscribe",
-            f"{op.label} answered {exchange.status} {exchange.code}",
+            f"{op.label} answered {exchange.status} {exchange.code or '(no code)'}",
             exchange=exchange,
         )
         raise Skip("the subscription could not be created")
@@ -516,7 +518,7 @@ def callback_deliveries(ctx: Context) -> None:
                 body.get("jobId") == delivery.header("x-service-job-id"),
                 "headers-agree",
                 f"X-Service-Job-Id {delivery.header('x-service-job-id')!r} but jobId "
-                f"{body.get('jobId')!r}",
+                f"{json.dumps(body.get('jobId'))}",
                 key=("job-id",),
             )
     _judge_retry(ctx, received[0], received)

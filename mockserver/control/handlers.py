@@ -12,6 +12,7 @@ from mockserver.platform.auth import hash_key, key_label
 from mockserver.platform.clock import ManualClock
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import ApiError, invalid_request, not_found
+from mockserver.platform.faults import CredentialStoreOutage
 from mockserver.platform.validation import Validated
 from mockserver.runtime import Runtime
 
@@ -58,10 +59,7 @@ def get_credits(rt: Runtime, call: Validated) -> dict[str, Any]:
 @control("setCredits")
 def set_credits(rt: Runtime, call: Validated) -> dict[str, Any]:
     workspace = _workspace(rt, call.path["workspace"])
-    workspace["credits"] = call.body["balance"]
-    if rt.defect("budget-cap-lifted-by-top-up"):  # defect:
-        for member in workspace["members"].values():
-            member["budgetCapped"] = False
+    rt.seams.set_balance(workspace, call.body["balance"])
     return {"workspace": workspace["slug"], "balance": workspace["credits"]}
 
 
@@ -106,13 +104,17 @@ def revoke_key(rt: Runtime, call: Validated) -> dict[str, Any]:
     record = rt.world.data["keys"].get(hash_key(call.body["key"]))
     if record is None:
         raise not_found("that key")
-    record["revoked"] = True
+    rt.seams.revoke_key(record)
     return {"keyId": record["keyId"], "revoked": True}
 
 
 @control("listFaults")
 def list_faults(rt: Runtime, call: Validated) -> dict[str, Any]:
-    return {"faults": [fault.view() for fault in rt.faults.rules]}
+    store = rt.faults.credential_store
+    return {
+        "faults": [fault.view() for fault in rt.faults.rules],
+        "credentialStore": store.view() if store is not None else {"reachable": True},
+    }
 
 
 @control("addFault")
@@ -134,6 +136,18 @@ def add_fault(rt: Runtime, call: Validated) -> dict[str, Any]:
 def clear_faults(rt: Runtime, call: Validated) -> dict[str, Any]:
     rt.faults.clear()
     return {}
+
+
+@control("setCredentialStore")
+def set_credential_store(rt: Runtime, call: Validated) -> dict[str, Any]:
+    if call.body["reachable"]:
+        rt.faults.credential_store = None
+        return {"credentialStore": {"reachable": True}}
+    outage = rt.faults.credential_store or CredentialStoreOutage()
+    if "retryAfter" in call.body:
+        outage.retry_after = call.body["retryAfter"]
+    rt.faults.credential_store = outage
+    return {"credentialStore": outage.view()}
 
 
 @control("listRequests")

@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mockserver.contract import default_contract
-from mockserver.platform.errors import ApiError
+from mockserver.contract import Operation, default_contract
+from mockserver.platform.errors import ApiError, upstream_unavailable
+from mockserver.platform.faults import CredentialStoreOutage
 
 BEARER = re.compile(r"Bearer ([A-Za-z0-9._~+/=-]{1,512})")
 GOVERNING_ROLES = frozenset({"owner", "admin"})
@@ -61,13 +62,33 @@ def unauthorized(message: str) -> ApiError:
     return ApiError("unauthorized", message)
 
 
-def authenticate(world_data: dict[str, Any], authorization: str | None) -> Caller:
-    """The caller a request's ``Authorization`` header names, or 401 ``unauthorized``."""
+def credential_store_unreachable(retry_after: int) -> ApiError:
+    """The answer while the credential store cannot be reached: 503, never 401."""
+    return upstream_unavailable(
+        "the credential store cannot be reached right now; retry the same request",
+        retry_after=retry_after,
+        reason="credential_store_unreachable",
+    )
+
+
+def authenticate(
+    world_data: dict[str, Any],
+    authorization: str | None,
+    outage: CredentialStoreOutage | None = None,
+) -> Caller:
+    """The caller a request's ``Authorization`` header names, or 401 ``unauthorized``.
+
+    A well-formed key is looked up in the credential store; while ``outage`` says the store
+    cannot be reached, that answers ``503 upstream_unavailable`` with ``Retry-After``.
+    """
     if not authorization:
         raise unauthorized("missing API key: send Authorization: Bearer <API_KEY>")
     match = BEARER.fullmatch(authorization.strip())
     if match is None:
         raise unauthorized("malformed Authorization header: expected Bearer <API_KEY>")
+    if outage is not None:
+        outage.fired += 1
+        raise credential_store_unreachable(outage.retry_after)
     record = world_data["keys"].get(hash_key(match.group(1)))
     if record is None or record.get("revoked"):
         raise unauthorized("invalid API key")
@@ -109,3 +130,23 @@ def require_spend(caller: Caller) -> None:
         raise ApiError(
             "forbidden", "this key's role may not spend credits", details={"reason": "cannot_spend"}
         )
+
+
+def authorize(caller: Caller, op: Operation, writes: bool) -> None:
+    """A key's role against an operation: a write needs a role that may write (paid calls check
+    spending where they charge); every read is open to every role, usage included (reading
+    usage never needs a key that can spend)."""
+    if writes:
+        require_write(caller)
+
+
+def rate_identity(caller: Caller) -> str:
+    """The rate-limit bucket a request counts in: the person behind the key (every key of one
+    member shares it)."""
+    return caller.identity
+
+
+def revoke(key: dict[str, Any]) -> None:
+    """Revoke a key (its stored record): it answers ``401 unauthorized`` from the next request
+    on, well within the 30 seconds the interface document allows."""
+    key["revoked"] = True

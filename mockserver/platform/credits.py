@@ -51,7 +51,7 @@ def capability(world: World, name: str) -> dict[str, Any]:
 
 def require_available(world: World, name: str) -> dict[str, Any]:
     entry = capability(world, name)
-    if not entry["available"] and "unavailable-capability-served" not in world.defects:
+    if not world.capability_available(entry):
         raise ApiError(
             "capability_unavailable",
             f"capability {name!r} is not available on this deployment right now",
@@ -97,8 +97,6 @@ def check_affordable(world: World, caller: Caller, lines: Sequence[dict[str, Any
         )
     price, balance = total(lines), workspace["credits"]
     if price > balance:
-        if "insufficient-credits-without-shortfall" in world.defects:  # defect:
-            raise ApiError("insufficient_credits", "not enough credits")
         raise ApiError(
             "insufficient_credits",
             f"this call costs {price} credits and the workspace has {balance}",
@@ -109,6 +107,28 @@ def check_affordable(world: World, caller: Caller, lines: Sequence[dict[str, Any
                 "capability": lines[0]["capability"] if len(lines) == 1 else None,
             },
         )
+
+
+def catalogue(world: World, workspace: dict[str, Any]) -> dict[str, Any]:
+    """What ``GET /v1/capabilities`` answers: the live catalogue, read from the table charges
+    use, and the workspace's balance. Free: reading it is never billed."""
+    capabilities = [
+        {
+            "name": name,
+            "description": entry.get("description", ""),
+            "available": entry["available"],
+            "price": entry["price"],
+            "unit": entry["unit"],
+            **({"options": entry["options"]} if "options" in entry else {}),
+        }
+        for name, entry in world.data["capabilities"].items()
+    ]
+    return {"capabilities": capabilities, "balance": {"credits": workspace["credits"]}}
+
+
+def set_balance(workspace: dict[str, Any], balance: int) -> None:
+    """Set a workspace's balance (the control plane's top-up); a budget cap stays as it is."""
+    workspace["credits"] = balance
 
 
 def charge(

@@ -46,62 +46,82 @@ class Position:
     issued_at: float
 
 
+def decode_payload(payload: str) -> dict[str, Any]:
+    """A cursor's body from its payload; ValueError when it is not one."""
+    body = json.loads(_unb64(payload))
+    if not isinstance(body, dict) or not {"s", "f", "p", "t"} <= set(body):
+        raise ValueError("not a cursor")
+    return body
+
+
+def open_cursor(codec: CursorCodec, token: str, scope: str, filters: dict[str, Any]) -> Position:
+    """The position a cursor carries, or ``400 invalid_request`` if it is unusable: malformed,
+    altered, of another list, issued for other filters, or expired."""
+    parts = token.split(".")
+    if len(parts) != 3 or parts[0] != VERSION:
+        raise invalid_request(
+            "unusable cursor: list again from the first page", reason="cursor_invalid"
+        )
+    _, payload, mac = parts
+    if not hmac.compare_digest(mac.encode(), codec.mac(payload).encode()):
+        raise invalid_request(
+            "unusable cursor: it was altered; list again from the first page",
+            reason="cursor_invalid",
+        )
+    try:
+        body = decode_payload(payload)
+    except ValueError:
+        raise invalid_request("unusable cursor", reason="cursor_invalid") from None
+    if body["s"] != scope:
+        raise invalid_request("this cursor belongs to another list", reason="cursor_invalid")
+    if body["f"] != filters_hash(filters):
+        raise invalid_request(
+            "this cursor was issued for other filters; keep the filters unchanged while "
+            "paging, or list again from the first page",
+            reason="cursor_query_mismatch",
+        )
+    if codec.clock.timestamp() > body["t"] + codec.lifetime:
+        raise invalid_request(
+            "this cursor expired; list again from the first page", reason="cursor_expired"
+        )
+    return Position(seq=int(body["p"]), issued_at=float(body["t"]))
+
+
+OpenCursor = Callable[["CursorCodec", str, str, dict[str, Any]], Position]
+
+
 class CursorCodec:
+    """Issues cursors, and opens them with ``open_cursor`` (the runtime's seam)."""
+
     def __init__(
         self,
         clock: Clock,
         lifetime: int,
         key: bytes | None = None,
-        defects: frozenset[str] = frozenset(),
+        *,
+        open_cursor: OpenCursor = open_cursor,
     ) -> None:
-        self.defects = defects  # test-only (mockserver/defects.py)
         self.clock = clock
         self.lifetime = lifetime
         self._key = key or secrets.token_bytes(32)
+        self._open = open_cursor
 
-    def _mac(self, payload: str) -> str:
+    def mac(self, payload: str) -> str:
         return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest()[:18])
 
-    def issue(self, scope: str, filters: dict[str, Any], seq: int) -> str:
-        body = {"s": scope, "f": filters_hash(filters), "p": seq, "t": int(self.clock.timestamp())}
+    def seal(self, body: dict[str, Any]) -> str:
+        """The signed cursor carrying ``body``."""
         payload = _b64(json.dumps(body, separators=(",", ":")).encode())
-        return f"{VERSION}.{payload}.{self._mac(payload)}"
+        return f"{VERSION}.{payload}.{self.mac(payload)}"
+
+    def issue(self, scope: str, filters: dict[str, Any], seq: int) -> str:
+        return self.seal(
+            {"s": scope, "f": filters_hash(filters), "p": seq, "t": int(self.clock.timestamp())}
+        )
 
     def open(self, token: str, scope: str, filters: dict[str, Any]) -> Position:
         """The position a cursor carries, or ``400 invalid_request`` if it is unusable."""
-        parts = token.split(".")
-        if len(parts) != 3 or parts[0] != VERSION:
-            raise invalid_request(
-                "unusable cursor: list again from the first page", reason="cursor_invalid"
-            )
-        _, payload, mac = parts
-        tamper_ok = "tampered-cursor-accepted" in self.defects  # defect:
-        if not tamper_ok and not hmac.compare_digest(mac.encode(), self._mac(payload).encode()):
-            raise invalid_request(
-                "unusable cursor: it was altered; list again from the first page",
-                reason="cursor_invalid",
-            )
-        try:
-            body = json.loads(_unb64(payload))
-            if not isinstance(body, dict) or not {"s", "f", "p", "t"} <= set(body):
-                raise ValueError("not a cursor")
-        except ValueError:
-            if tamper_ok:  # defect: an unreadable cursor starts over instead of a 400
-                return Position(seq=0, issued_at=self.clock.timestamp())
-            raise invalid_request("unusable cursor", reason="cursor_invalid") from None
-        if body["s"] != scope:
-            raise invalid_request("this cursor belongs to another list", reason="cursor_invalid")
-        if body["f"] != filters_hash(filters) and "unbound-cursors" not in self.defects:
-            raise invalid_request(
-                "this cursor was issued for other filters; keep the filters unchanged while "
-                "paging, or list again from the first page",
-                reason="cursor_query_mismatch",
-            )
-        if self.clock.timestamp() > body["t"] + self.lifetime:
-            raise invalid_request(
-                "this cursor expired; list again from the first page", reason="cursor_expired"
-            )
-        return Position(seq=int(body["p"]), issued_at=float(body["t"]))
+        return self._open(self, token, scope, filters)
 
 
 @dataclass
@@ -134,3 +154,17 @@ def read_page(
         read.append(record)
     shown = [r for r in read if visible is None or visible(r)]
     return Page(shown, read[-1]["_seq"] if read else None, more)
+
+
+def next_page(page: Page, issue: Callable[[int], str]) -> tuple[str | None, bool]:
+    """A page's ``nextCursor`` and ``hasMore``: a cursor after the last record read (``issue``
+    makes it from that record's sequence) when more follow; else ``null`` and false."""
+    if page.more and page.last_seq is not None:
+        return issue(page.last_seq), True
+    return None, False
+
+
+def stream_next_after(events: list[dict[str, Any]], after: int) -> int:
+    """An ordered stream's ``nextAfter``: the sequence of the last event of the page, or
+    ``after`` itself for an empty page (it never goes backwards)."""
+    return int(events[-1]["sequence"]) if events else after

@@ -25,7 +25,6 @@ import contextlib
 import contextvars
 import hashlib
 import ipaddress
-import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -100,6 +99,14 @@ def enqueue_callback(
         event_id=payload["eventId"],
         body=signing.encode_body(payload).decode(),
     )
+
+
+def for_subscriptions(job: dict[str, Any], event: str) -> bool:
+    """Whether a job's event goes to webhook subscriptions: only for the kinds that notify
+    (footage edits, media analysis, publishing; ``_notify``, true or a list of event names),
+    never for renders from ``POST /v1/video/render`` nor 3D jobs."""
+    notify = job.get("_notify")
+    return notify is True or (isinstance(notify, list) and event in notify)
 
 
 def enqueue_subscriptions(
@@ -183,6 +190,33 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
         "createdAt": record["createdAt"],
         "replayOf": record["replayOf"],
     }
+
+
+def signed_delivery(
+    record: dict[str, Any], secret: str, sent_at: datetime, number: int
+) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of attempt ``number`` of a delivery sent at ``sent_at``: the kept
+    body bytes, signed with the opened ``secret`` (the same for every attempt)."""
+    body = record["body"].encode()
+    ids = (
+        {"job_id": record["targetId"]}
+        if record["target"] == "callback"
+        else {"subscription_id": record["targetId"]}
+    )
+    headers = signing.delivery_headers(
+        secret=secret,
+        timestamp=signing.format_timestamp(sent_at),
+        body=body,
+        event=record["event"],
+        event_id=record["eventId"],
+        **ids,
+    )
+    return body, headers
+
+
+def retryable(status: int) -> bool:
+    """An answer to retry: 408, 429 and 5xx (other 4xx and every 3xx end the delivery)."""
+    return status in RETRYABLE_STATUSES or status >= 500
 
 
 def jitter(event_id: str, attempt: int, ratio: float) -> float:
@@ -358,23 +392,7 @@ class DeliveryWorker:
         else:
             resolved = await urlpolicy.resolve_and_check(record["url"], allow_private=allow_private)
         url, host_headers, extensions = urlpolicy.pinned_request_args(resolved)
-        body = record["body"].encode()
-        timestamp = signing.format_timestamp(sent_at)
-        ids = (
-            {"job_id": record["targetId"]}
-            if record["target"] == "callback"
-            else {"subscription_id": record["targetId"]}
-        )
-        headers = signing.delivery_headers(
-            secret=secret,
-            timestamp=timestamp,
-            body=body,
-            event=record["event"],
-            event_id=record["eventId"],
-            **ids,
-        )
-        if self.rt.settings.defects:
-            body, headers = self._defective(record, secret, sent_at, number, body, headers)
+        body, headers = self.rt.seams.delivery_message(record, secret, sent_at, number)
         timeout = float(self.policy["attemptTimeoutSeconds"])
         async with httpx.AsyncClient(follow_redirects=False, timeout=timeout) as client:
             response = await client.post(
@@ -402,44 +420,9 @@ class DeliveryWorker:
             return "retry"
         if 200 <= status < 300:
             return "delivered"
-        if (
-            status in RETRYABLE_STATUSES
-            or status >= 500
-            or (
-                status == 400 and self.rt.defect("retry-after-400")  # defect:
-            )
-        ):
+        if self.rt.seams.retry_status(status):
             return "retry"
         return "permanent"  # other 4xx, and every 3xx: redirects are never followed
-
-    def _defective(
-        self,
-        record: dict[str, Any],
-        secret: str,
-        sent_at: datetime,
-        number: int,
-        body: bytes,
-        headers: dict[str, str],
-    ) -> tuple[bytes, dict[str, str]]:
-        """The delivery-side test-only defects (mockserver/defects.py)."""
-        rt = self.rt
-        timestamp = headers["X-Service-Timestamp"]
-        signed = body
-        if rt.defect("new-event-id-on-retry") and number > 1:
-            new_id = f"{record['eventId']}_{number}"
-            body = body.replace(record["eventId"].encode(), new_id.encode())
-            signed = body
-            headers["X-Service-Event-Id"] = new_id
-        if rt.defect("delivery-timestamp-without-z"):
-            timestamp = sent_at.isoformat()
-        if rt.defect("signature-over-reserialised-body"):
-            signed = json.dumps(json.loads(body), sort_keys=True).encode()
-        signature = signing.sign(secret, timestamp, signed)
-        if rt.defect("uppercase-signature-hex"):
-            signature = "sha256=" + signature.removeprefix("sha256=").upper()
-        headers["X-Service-Timestamp"] = timestamp
-        headers["X-Service-Signature"] = signature
-        return body, headers
 
     def _delay(self, record: dict[str, Any], number: int, retry_after: int | None) -> float:
         if retry_after is not None:

@@ -6,6 +6,11 @@ before authentication, so a credential-store outage (``{"status": 503, "code":
 "upstream_unavailable"}``) answers 503 with ``Retry-After`` to every key, valid or not, never 401.
 Other 4xx faults fire after authentication and the rate limit, like the refusals they imitate,
 so their responses carry the caller's rate-limit headers.
+
+The credential store itself can be made unreachable (:class:`CredentialStoreOutage`, control
+operation ``PUT /_mock/credential-store``): authentication then answers every well-formed bearer
+key, valid or not, with ``503 upstream_unavailable`` and ``Retry-After`` (platform/auth.py); a
+request without a key, or with a malformed header, still answers 401 (the store is not asked).
 """
 
 from __future__ import annotations
@@ -77,8 +82,20 @@ class Fault:
 
 
 @dataclass
+class CredentialStoreOutage:
+    """The credential store cannot be reached, until cleared; ``Retry-After`` seconds."""
+
+    retry_after: int = DEFAULT_RETRY_AFTER[503]
+    fired: int = 0
+
+    def view(self) -> dict[str, Any]:
+        return {"reachable": False, "retryAfter": self.retry_after, "fired": self.fired}
+
+
+@dataclass
 class Faults:
     rules: list[Fault] = field(default_factory=list)
+    credential_store: CredentialStoreOutage | None = None  # None: reachable
     _next: int = 0
 
     def add(self, spec: dict[str, Any]) -> Fault:
@@ -115,3 +132,4 @@ class Faults:
 
     def clear(self) -> None:
         self.rules.clear()
+        self.credential_store = None

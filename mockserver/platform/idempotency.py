@@ -30,12 +30,19 @@ from mockserver.platform.scheduler import ticker
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from mockserver.call import Call
     from mockserver.runtime import Runtime
 
 
 def fingerprint(operation_id: str, path_params: dict[str, Any], body: Any) -> str:
     canonical = json.dumps([operation_id, path_params, body], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def find_replay(call: Call, key: str, print_: str) -> dict[str, Any] | None:
+    """The kept answer a call with this key replays (nothing charged, nothing created), None to
+    execute it; 409 for a key reused on another request."""
+    return call.runtime.idempotency.lookup(call.workspace_id, key, print_)
 
 
 class Idempotency:

@@ -1,15 +1,22 @@
 """Request rate per caller identity: a fixed window of one minute on the mock clock.
 
-All keys of one member share the bucket. ``GET /v1/openapi.json`` is never counted (the
-dispatcher does not call this for public operations).
+All keys of one member share the bucket (``auth.rate_identity``). ``GET /v1/openapi.json`` is
+never counted, with a key or without (the dispatcher asks :func:`never_counted` for public
+operations).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mockserver.platform.clock import Clock
+
+if TYPE_CHECKING:
+    from mockserver.contract import Operation
+    from mockserver.runtime import Runtime
 
 WINDOW_SECONDS = 60
 
@@ -51,3 +58,9 @@ class RateLimiter:
 
     def reset(self) -> None:
         self._windows.clear()
+
+
+def never_counted(rt: Runtime, op: Operation, headers: Mapping[str, str]) -> RateState | None:
+    """A public operation's count: none (``GET /v1/openapi.json`` is never counted, with a key
+    or without), so its answer carries no rate-limit state."""
+    return None

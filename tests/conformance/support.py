@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from conformance.api import RunConfig, run
@@ -14,13 +15,14 @@ OWNER = "sk_test_acme_owner"
 GLOBEX = "sk_test_globex_owner"
 
 
-def live_mock(**settings: Any) -> Served:
-    """The bundled mock (manual clock, seeded, private callbacks allowed) as a live server."""
-    from mockserver.app import create_app
+def live_mock(*, defects: Iterable[str] = (), **settings: Any) -> Served:
+    """The bundled mock (manual clock, seeded, private callbacks allowed) as a live server,
+    with the named test-only defects (tests/defects/) if any."""
     from mockserver.settings import Settings
+    from tests.defects import create_app
 
     options = {"clock": "manual", "seed": 7, "allow_private_callbacks": True} | settings
-    return Served(create_app(Settings(**options)), log_level="error", lifespan="off")
+    return Served(create_app(Settings(**options), defects), log_level="error", lifespan="off")
 
 
 def run_quietly(**options: Any) -> Report:

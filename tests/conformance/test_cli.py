@@ -101,24 +101,80 @@ def test_dns_failure_exits_2(capsys: pytest.CaptureFixture[str]):
     assert "unreachable" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("count", [1, 2, 3, 7])
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 7, 40, 100])
 def test_shards_together_make_exactly_one_full_run(count: int):
     from conformance.api import RunConfig, validate
 
     full = validate(RunConfig(mock=True))
-    active = {c.name for c in full if c.run is not None}
-    observers = {c.name for c in full if c.run is None}
-    parts = [
-        {c.name for c in validate(RunConfig(mock=True, shard=(i, count)))}
-        for i in range(1, count + 1)
-    ]
+    active = [c.name for c in full if c.run is not None]
+    observers = [c.name for c in full if c.observe is not None]  # some also make requests
+    parts = [validate(RunConfig(mock=True, shard=(i, count))) for i in range(1, count + 1)]
     for part in parts:
-        assert observers <= part  # every shard judges all of its own exchanges
-    dealt = [part - observers for part in parts]
-    assert sum(len(p) for p in dealt) == len(active) and set().union(*dealt) == active
+        # every shard judges all of its own exchanges, in the full run's order
+        assert [c.name for c in part if c.observe is not None] == observers
+        names = [c.name for c in part]
+        assert names == [c.name for c in full if c.name in names]
+    dealt = [[c.name for c in part if c.run is not None] for part in parts]
+    assert sorted(name for names in dealt for name in names) == sorted(active)  # exactly once
     assert max(map(len, dealt)) - min(map(len, dealt)) <= 1
-    again = [{c.name for c in validate(RunConfig(mock=True, shard=(1, count)))}]
-    assert again[0] == parts[0]  # deterministic
+    again = validate(RunConfig(mock=True, shard=(1, count)))
+    assert [c.name for c in again] == [c.name for c in parts[0]]  # deterministic
+
+
+def test_a_check_that_observes_and_makes_requests_makes_them_in_one_shard_only():
+    from conformance.api import RunConfig, validate
+
+    both = [c.name for c in validate(RunConfig(mock=True)) if c.run and c.observe]
+    assert both, "envelope-json observes every exchange and sends a sample of its own"
+    for name in both:
+        parts = [validate(RunConfig(mock=True, shard=(i, 3))) for i in (1, 2, 3)]
+        mine = [next(c for c in part if c.name == name) for part in parts]
+        assert all(c.observe is not None for c in mine)
+        assert sum(c.run is not None for c in mine) == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--mock", "--workers", "0"],
+        ["run", "--mock", "--workers", "two"],
+        ["run", "--mock", "--workers", "2", "--no-sandbox"],
+        ["run", "--mock-url", "http://127.0.0.1:9", "--workers", "2", "--no-sandbox"],
+        ["run", "--mock", "--workers", "2", "--receiver-listen", "127.0.0.1:8443"],
+        ["run", "--base-url", "http://127.0.0.1:9", "--api-key", "k", "--no-sandbox"],
+        ["run", "--mock-url", "http://127.0.0.1:9", "--api-key", "k"],
+        ["run", "--base-url", "http://127.0.0.1:9", "--api-key", "k", "--workers", "2",
+         "--allow-faults"],
+        ["run", "--base-url", "http://127.0.0.1:9", "--api-key", "k", "--workers", "2",
+         "--only", "auth", "rate-limit"],
+    ],
+)  # fmt: skip
+def test_worker_and_sandbox_usage_errors_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+):
+    assert status_of(argv) == 2
+    assert "error:" in capsys.readouterr().err  # refused before any request
+
+
+def test_workers_against_a_deployment_are_refused_for_creating_checks(
+    capsys: pytest.CaptureFixture[str],
+):
+    port = free_port()  # refused before anything is sent
+    argv = ["run", "--base-url", f"http://127.0.0.1:{port}", "--api-key", "k", "--allow-spend",
+            "--workers", "2", "--only", "idempotency", "auth"]  # fmt: skip
+    assert status_of(argv) == 2
+    err = capsys.readouterr().err
+    assert "--workers 2 against --base-url is for a read-only run only" in err
+    assert "idempotency-replay" in err and "leave out --allow-spend" in err and "--mock" in err
+
+
+def test_workers_against_a_deployment_are_allowed_for_a_read_only_run():
+    from conformance.api import RunConfig, validate, worker_count
+
+    config = RunConfig(base_url="https://api.example", api_key="k", workers=3)
+    checks = validate(config)  # without --allow-spend no check creates or spends
+    assert worker_count(config, checks) == 3
+    assert any(c.creates or c.spends for c in checks)  # they are selected, and skipped
 
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "a/b", "2"])

@@ -23,7 +23,7 @@ ALWAYS_RUNNABLE = {
 def test_run_mock_allow_spend_passes_end_to_end(tmp_path: Path):
     out = tmp_path / "report.json"
     command = [sys.executable, "-m", "conformance", "run", "--mock", "--allow-spend",
-               "--max-requests", "700", "--seed", "1", "--report-json", str(out)]  # fmt: skip
+               "--max-requests", "3000", "--seed", "1", "--report-json", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=170)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     report = json.loads(out.read_text())
@@ -31,7 +31,7 @@ def test_run_mock_allow_spend_passes_end_to_end(tmp_path: Path):
     assert "rate-limit" not in statuses  # only with --only rate-limit
     assert all(s in ("passed", "skipped") for s in statuses.values())
     assert {n for n, s in statuses.items() if s == "passed"} >= ALWAYS_RUNNABLE
-    assert report["requests"] <= 700 and report["seed"] == 1 and report["profile"] == "full"
+    assert report["requests"] <= 3000 and report["seed"] == 1 and report["profile"] == "full"
     for check in report["checks"]:
         if check["status"] == "skipped":
             assert check["skipped"], f"{check['name']} skipped without a reason"

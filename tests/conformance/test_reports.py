@@ -15,22 +15,27 @@ ONLY = ["envelope-json", "schema-responses", "auth-public-contract", "idempotenc
 
 
 class _Tables(HTMLParser):
+    """The text of every table cell (links and other markup inside a cell included)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.cells: list[str] = []
         self.tables = 0
-        self._in_cell = False
+        self._cell: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tables += tag == "table"
-        self._in_cell = tag in ("td", "th")
+        if tag in ("td", "th"):
+            self._cell = []
 
     def handle_endtag(self, tag: str) -> None:
-        self._in_cell = False
+        if tag in ("td", "th") and self._cell is not None:
+            self.cells.append("".join(self._cell).strip())
+            self._cell = None
 
     def handle_data(self, data: str) -> None:
-        if self._in_cell:
-            self.cells.append(data.strip())
+        if self._cell is not None:
+            self._cell.append(data)
 
 
 def test_reports_are_written_and_well_formed(tmp_path: Path):
@@ -80,7 +85,13 @@ def test_reports_are_written_and_well_formed(tmp_path: Path):
     page = paths["report.html"].read_text()
     parser = _Tables()
     parser.feed(page)
-    assert parser.tables == 1
-    assert {"check", "requests", "judgements", "failed"} <= set(parser.cells)
+    assert parser.tables == 1  # the per-check table (no warnings in this run)
+    assert {"check", "verdict", "requests", "judgements passed", "judgements failed"} <= set(
+        parser.cells
+    )
     assert set(ONLY) <= set(parser.cells)
-    assert "Reproduce" in page and KEY not in page
+    assert "href='#failures-schema-responses'" in page and "id='failures-schema-responses'" in page
+    assert "<details" in page and "curl -i" in page and KEY not in page
+    # an observer's failure reruns the observer with the check whose request it judged
+    assert "conformance run --base-url" in page
+    assert "--only schema-responses envelope-json --seed 11" in page

@@ -12,18 +12,7 @@ from mockserver.registry import handler
 @handler("getCapabilities")
 def get_capabilities(call: Call) -> dict[str, Any]:
     """The live catalogue, read from the same table charges use. Free."""
-    capabilities = [
-        {
-            "name": name,
-            "description": entry.get("description", ""),
-            "available": entry["available"],
-            "price": entry["price"],
-            "unit": entry["unit"],
-            **({"options": entry["options"]} if "options" in entry else {}),
-        }
-        for name, entry in call.world.data["capabilities"].items()
-    ]
-    return {"capabilities": capabilities, "balance": {"credits": call.workspace["credits"]}}
+    return call.runtime.seams.quote_catalogue(call.world, call.workspace)
 
 
 @handler("getUsage")

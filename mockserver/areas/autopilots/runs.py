@@ -118,12 +118,7 @@ def check_may_act(call: Call, channel_id: str) -> dict[str, Any]:
     """Governance, then the autopilot's own state; the autopilot."""
     require_kill_switch_off(call.workspace)
     autopilot = state.config(call.world, call.workspace_id, channel_id)
-    if not autopilot["enabled"]:
-        raise conflict(
-            f"the autopilot of channel {channel_id!r} is paused: enable it to run, approve or "
-            "retry",
-            reason="autopilot_paused",
-        )
+    call.runtime.seams.refuse_paused_autopilot(autopilot)  # state.refuse_if_paused
     return autopilot
 
 

@@ -39,7 +39,7 @@ from mockserver.areas.channels.state import get_channel
 from mockserver.call import Call
 from mockserver.contract import default_contract
 from mockserver.platform.envelope import iso_z
-from mockserver.platform.errors import ApiError, invalid_request
+from mockserver.platform.errors import ApiError, conflict, invalid_request
 from mockserver.platform.governance import config_locked_for
 from mockserver.world import World
 
@@ -90,6 +90,18 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
 def read(call: Call, channel_id: str) -> dict[str, Any]:
     get_channel(call, channel_id)
     return config(call.world, call.workspace_id, channel_id)
+
+
+def refuse_if_paused(autopilot: dict[str, Any]) -> None:
+    """A paused autopilot (never saved counts as paused) refuses manual runs, approvals and
+    retries: ``409 conflict`` ``autopilot_paused`` (the product's ``refuse_paused_autopilot``
+    seam, mockserver/seams.py)."""
+    if not autopilot["enabled"]:
+        raise conflict(
+            f"the autopilot of channel {autopilot['channelId']!r} is paused: enable it to run, "
+            "approve or retry",
+            reason="autopilot_paused",
+        )
 
 
 def is_pause_only(current: dict[str, Any], body: dict[str, Any]) -> bool:

@@ -186,12 +186,7 @@ def check_approval(call: Call, job: dict[str, Any], expected: int | float | None
             reason="already_approved",
             currentGeneration=current,
         )
-    if expected != current:
-        raise conflict(
-            f"expectedGeneration {expected} is stale; the proposal is at generation {current}",
-            reason="stale_generation",
-            currentGeneration=current,
-        )
+    call.runtime.seams.check_expected_generation(expected, current)  # rules.py: 409 if stale
     render = _current_render(call, proposal)
     status = render["status"]
     if status == "cancelled":

@@ -16,9 +16,9 @@ Pricing, from the live capability table (credits.py):
   ``APPROVAL_ITEMS``): one ``video-render``, for the first approval and for each re-cut alike.
 - ``createFootage``: ``footage`` per second of ``durationSeconds``; a price above the call's
   ``maxCredits`` answers ``409 conflict`` (``price_above_max_credits``) and charges nothing.
-- ``remixVideo`` (:func:`remix_items`): with any url source, one ``video-analysis`` per url
-  source (transcripts then add nothing); from transcripts alone one ``script``, or one
-  ``scene-plan`` when ``outputFormat`` is ``scenes``.
+- ``remixVideo`` (rules.py ``remix_items``, the ``remix_work_items`` seam): with any url
+  source, one ``video-analysis`` per url source (transcripts then add nothing); from
+  transcripts alone one ``script``, or one ``scene-plan`` when ``outputFormat`` is ``scenes``.
 """
 
 from __future__ import annotations
@@ -96,15 +96,6 @@ def footage_work(call: Call, body: dict[str, Any], at: str = "") -> Work:
     return Work([("footage", seconds)], max_credits=body.get("maxCredits"), meta=meta)
 
 
-def remix_items(url_sources: int, transcript_sources: int, output_format: str) -> list[Item]:
-    """The stated remix pricing rule, for a count of each kind of source."""
-    if url_sources:
-        return [("video-analysis", url_sources)]
-    if output_format == "scenes":
-        return [("scene-plan", 1)]
-    return [("script", 1)]
-
-
 def remix_work(call: Call, body: dict[str, Any], at: str = "") -> Work:
     limit = media.settings(call.world)["remix"]["maxUrlSourceSeconds"]
     urls = []
@@ -131,7 +122,8 @@ def remix_work(call: Call, body: dict[str, Any], at: str = "") -> Work:
         "urlSources": urls,
         "transcriptSources": transcripts,
     }
-    return Work(remix_items(len(urls), transcripts, body["outputFormat"]), meta=meta)
+    items = call.runtime.seams.remix_work_items(len(urls), transcripts, body["outputFormat"])
+    return Work(items, meta=meta)
 
 
 def model_from_text_work(call: Call, body: dict[str, Any], at: str = "") -> Work:

@@ -246,7 +246,8 @@ def finish(rt: Runtime, workspace_id: str, job: dict[str, Any], status: str, at:
     job["phase"] = TERMINAL_PHASES[status]
     job["progress"] = 1.0 if status == "done" else job["progress"]
     job["error"] = None if status == "done" else ERRORS[status]
-    job["artifacts"] = artifacts(rt, workspace_id, job) if status == "done" else None
+    kept = rt.seams.carries_artifacts(status)  # only done: nothing is published from qa_failed
+    job["artifacts"] = artifacts(rt, workspace_id, job) if kept else None
     job["updatedAt"] = job["completedAt"] = _iso(at)
     job["_hold"] = None
     settings = kind_settings(rt.world, job["kind"])
@@ -305,8 +306,7 @@ def emit(rt: Runtime, workspace_id: str, job: dict[str, Any], event: str, at: fl
         "occurredAt": _iso(at),
     }
     job["_events"].append(record)
-    notify = job["_notify"]
-    if notify is True or (isinstance(notify, list) and event in notify):
+    if rt.seams.for_subscriptions(job, event):
         delivery.enqueue_subscriptions(
             rt,
             workspace_id,

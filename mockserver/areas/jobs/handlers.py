@@ -32,9 +32,7 @@ def list_job_events(call: Call) -> dict[str, Any]:
     events = engine.stream(engine.get_job(call, call.path["jobId"]))
     after, limit = call.query["after"], call.query["limit"]
     page = [e for e in events if e["sequence"] > after][:limit]
-    next_after = page[-1]["sequence"] if page else after
-    if after and call.runtime.defect("stream-goes-backwards"):  # defect:
-        next_after = after - 1
+    next_after = call.runtime.seams.stream_next_after(page, after)
     return {
         "events": page,
         "nextAfter": next_after,

@@ -69,6 +69,13 @@ def open_position(call: Call, project_id: str, token: str, current_version: int)
         if (refused.details or {}).get("reason") == "cursor_expired":
             raise
         raise _unusable() from None
+    call.runtime.seams.refuse_stale_word_cursor(version, current_version)  # refuse_stale
+    return WordPosition(source_id, version, position.seq)
+
+
+def refuse_stale(version: int, current_version: int) -> None:
+    """A cursor whose composition version is no longer the current one answers
+    ``409 conflict`` ``stale_cursor`` (the ``refuse_stale_word_cursor`` seam)."""
     if version != current_version:
         raise conflict(
             "the composition changed since this wordCursor was issued; read the transcript "
@@ -76,4 +83,3 @@ def open_position(call: Call, project_id: str, token: str, current_version: int)
             reason="stale_cursor",
             compositionVersion=current_version,
         )
-    return WordPosition(source_id, version, position.seq)

@@ -18,7 +18,7 @@ from typing import Any
 
 from mockserver.call import Call
 from mockserver.platform.delivery import SUBSCRIPTIONS
-from mockserver.platform.envelope import iso_z, public
+from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import not_found
 from mockserver.runtime import Runtime
 
@@ -33,10 +33,8 @@ def get(call: Call, subscription_id: str) -> dict[str, Any]:
 
 
 def view(call: Call, subscription: dict[str, Any]) -> dict[str, Any]:
-    shown = public(subscription)
-    if call.runtime.defect("secret-echoed"):  # defect: (mockserver/defects.py)
-        shown["secret"] = call.runtime.secrets.open(subscription["_secret"])
-    return shown
+    """A subscription as the API shows it (never its secret)."""
+    return call.runtime.seams.show_subscription(call.runtime, subscription)
 
 
 def create(call: Call, body: dict[str, Any]) -> dict[str, Any]:

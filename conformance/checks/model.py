@@ -1,0 +1,142 @@
+"""Model: a Hypothesis state machine drives the workspace and compares every answer with a model.
+
+``model-workspace`` keeps a model of the workspace (the credits ledger, the calls made with an
+Idempotency-Key, records after create and partial update, job lifecycles, cursor walks while
+records are created, subscription deliveries) and holds the deployment to it; see
+:mod:`conformance.model`. Randomness comes from the run's seed, so a seed makes the same requests
+again. A broken rule is shrunk to the shortest failing sequence, reported with its requests as
+curl commands and the command that runs it again. Against the bundled mock each example starts
+from the mock's reset state, and the mock's clock moves the jobs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import FlakyFailure, FlakyStrategyDefinition
+from hypothesis.stateful import run_state_machine_as_test
+
+from conformance.checks import check
+from conformance.generation import salted
+from conformance.model.machine import WorkspaceMachine
+from conformance.model.rules import RULES
+from conformance.model.run import (
+    Facts,
+    ModelViolation,
+    RunState,
+    StopRun,
+    plan_for,
+    read_known,
+)
+from conformance.runner import BUDGET_USED_UP, Context, Skip
+from conformance.target import BudgetExhausted
+
+FAMILY = "model"
+NAME = "model-workspace"
+UNSTABLE = "the deployment answered a replayed sequence differently (not shrunk)"
+
+
+@check(
+    NAME,
+    FAMILY,
+    "a model of the workspace (credits ledger, idempotent replays, partial updates, job "
+    "lifecycles, cursor walks) predicts every answer of generated sequences; failures are shrunk",
+    spends=True,
+    creates=True,
+)
+def workspace(ctx: Context) -> None:
+    facts = Facts.read(ctx)
+    run = RunState(ctx, plan_for(ctx.target.remaining), facts)
+    try:
+        run.known = read_known(ctx, facts)
+    except BudgetExhausted:
+        raise Skip(BUDGET_USED_UP) from None
+    machine = type("WorkspaceModel", (WorkspaceMachine,), {"run": run})
+    hypothesis_seed(salted(ctx.seed, NAME))(machine)
+    try:
+        run_state_machine_as_test(machine, settings=_settings(run))
+    except ModelViolation as violation:
+        _record(ctx, violation)
+    except StopRun:
+        if run.best is not None:  # shrinking stopped early: the shortest failure seen so far
+            _record(ctx, run.best, shrunk=False)
+    except (FlakyFailure, FlakyStrategyDefinition) as flaky:
+        # Hypothesis calls a stop in mid-example flaky (its record of the choices wanted more);
+        # else the deployment did answer a replayed sequence differently.
+        if run.best is not None:
+            _record(ctx, run.best, shrunk=False)
+        elif not _caused_by_stop(flaky):
+            ctx.warn(f"the deployment answered a replayed sequence differently: {flaky}"[:500])
+            ctx.skip(UNSTABLE)
+    _outcomes(ctx, run)
+
+
+def _settings(run: RunState) -> settings:
+    return settings(
+        max_examples=run.plan.examples,
+        stateful_step_count=run.plan.steps,
+        deadline=None,
+        database=None,
+        derandomize=False,  # the seed decorator fixes the randomness to the run's seed
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        verbosity=Verbosity.normal,  # the falsifying program goes to the violation's notes
+        print_blob=False,
+    )
+
+
+def _caused_by_stop(error: BaseException | None, depth: int = 0) -> bool:
+    if error is None or depth > 20:
+        return False
+    if isinstance(error, StopRun):
+        return True
+    inner = [error.__context__, error.__cause__, *getattr(error, "exceptions", ())]
+    return any(_caused_by_stop(e, depth + 1) for e in inner)
+
+
+def reproduce(ctx: Context) -> str:
+    """The command that runs this check again with the same seed against the same target."""
+    session, target = ctx.session, ctx.target
+    parts = ["conformance", "run"]
+    if session.mock is not None:
+        parts.append("--mock")
+    else:
+        parts += ["--base-url", target.base_url, "--api-key", '"$API_KEY"', "--allow-spend"]
+    if target.max_requests is not None:
+        parts += ["--max-requests", str(target.max_requests)]
+    parts += ["--profile", ctx.profile, "--only", NAME, "--seed", str(ctx.seed)]
+    return " ".join(parts)
+
+
+def _record(ctx: Context, violation: ModelViolation, *, shrunk: bool = True) -> None:
+    notes = getattr(violation, "__notes__", [])
+    extra: dict[str, Any] = {
+        "steps": violation.steps,
+        "reproduce": reproduce(ctx),
+        "program": [str(n) for n in notes if not str(n).startswith("Failing test case")],
+        "shrunk": shrunk,
+    }
+    ctx.fail(
+        violation.rule,
+        f"{violation.message} (after {len(violation.steps)} requests; "
+        f"{'shrunk' if shrunk else 'not shrunk'}, steps in the report)",
+        exchange=violation.exchange,
+        quote=violation.quote,
+        **extra,
+    )
+
+
+def _outcomes(ctx: Context, run: RunState) -> None:
+    failed = {f.rule for f in ctx.result.failures}
+    for name, rule in RULES.items():
+        if run.judged[name]:
+            ctx.passed(run.judged[name])
+        elif name not in failed:
+            ctx.skip(f"{name}: {rule.unjudged}")
+    for reason in sorted(run.notes):
+        ctx.skip(reason)
+    if run.stopped:
+        ctx.skip(BUDGET_USED_UP)

@@ -1,0 +1,914 @@
+"""Workflows: stated rules that take several calls to reach (states, generations, prices, caps).
+
+Each check drives the deployment into the state its rule speaks of, through the public interface
+where it can: pause an autopilot, approve and re-cut a footage edit, remix priced sources, cap a
+call with ``maxCredits``, edit a composition under a word cursor. What only the bundled mock's
+control plane can bring about (the governance kill switch, an unreadable policy, a cancelled
+render, a cursor issued before the projects store switch) is judged against ``--mock`` only and
+skipped, with the reason, elsewhere. Against the mock, time is moved with its clock; against a
+real deployment jobs are polled at the recommended interval for at most ``--webhook-wait``
+seconds.
+
+Charges are judged by the balance ``GET /v1/capabilities`` answers before and after a call;
+prices are read from the same live catalogue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from conformance.checks import check
+from conformance.checks.idempotency import balance
+from conformance.contract import Operation
+from conformance.runner import CAPABILITY_UNAVAILABLE, NEEDS_CONTROL, Context, Skip
+from conformance.target import Exchange
+
+FAMILY = "workflows"
+
+# Capability names the interface document states for the remix's pricing rule.
+VIDEO_ANALYSIS, SCRIPT, SCENE_PLAN = "video-analysis", "script", "scene-plan"
+FOOTAGE = "footage"  # the footage capability (an inferred name: skipped when not listed)
+POLL_SECONDS = 15.0  # "Recommended job polling interval: 15 to 30 seconds"
+MOCK_STEP_SECONDS = 60.0  # mock time moved between two polls
+MOCK_POLLS = 30
+WORD_LIMIT = 5  # words per source on a transcript page: small, so a source has a next page
+NO_BALANCE = "GET /v1/capabilities does not answer a balance"
+NEEDS_VIDEO_URLS = (
+    "needs video urls of known length (the bundled mock's catalogue; --mock): url sources "
+    "not judged"
+)
+NEEDS_LONG_VIDEO = "needs --long-video-url (a video longer than the url source limit)"
+LEGACY_NEEDS_MOCK = (
+    "needs a GET /v1/projects cursor issued before the 2026-10-10 store switch: the bundled "
+    "mock's fixtures publish one (--mock)"
+)
+
+PAUSED = (
+    "PUT autopilot with `enabled: false` … paused: scheduled runs stop; manual runs, approvals "
+    "and retries now answer 409 `conflict`"
+)
+ENABLED = "PUT autopilot with `enabled: true` … enabled: manual runs allowed again"
+GOVERNANCE = (
+    "An autopilot is also refused for manual runs, approvals and retries with 409 `conflict` "
+    "while the workspace governance kill switch is on, and with 503 `upstream_unavailable` "
+    "while the governance policy cannot be read (retry the same request)."
+)
+FIRST_APPROVAL = (
+    "proposal `awaiting_review` | POST /v1/video/edit/approve | expectedGeneration omitted | "
+    "approved; render starts"
+)
+RECUT = (
+    "proposal `approved` with finished render | POST /v1/video/edit/approve with "
+    "`expectedGeneration` equal to `proposal.generation` | generation matches | re-cut"
+)
+STALE_GENERATION = (
+    "A stale value answers 409 `conflict` with `details.currentGeneration` and is not charged."
+)
+NOT_READY = (
+    "A cancelled cut, or one whose render is not ready (running or failed), answers 400 before "
+    "any charge."
+)
+REMIX_PRICE = (
+    "Priced by work: with any url source, one video analysis (`video-analysis`, 150 credits) per "
+    "url source; from transcripts alone one script (`script`, 100 credits), or one scene plan "
+    "(`scene-plan`, 50 credits) when `outputFormat` is `scenes`."
+)
+REMIX_LENGTH = (
+    "Each url source is analysed up to 180 seconds; a longer video is refused with an error "
+    "before any charge."
+)
+FOOTAGE_CAP = "`POST /v1/video/footage`: a live price above `maxCredits` answers 409 `conflict`."
+AGENT_CAP = (
+    "`POST /v1/agent/runs`: checks `maxCredits` against each step's price for its planned "
+    "arguments, so a remix with several url sources is capped before it runs."
+)
+WORD_CURSOR = (
+    "A `wordCursor` is bound to the transcript it paged; if the composition changed, the next "
+    "page answers 409 `conflict` with `details.reason` equal to `stale_cursor`, and the client "
+    "restarts from the first page."
+)
+LEGACY_CURSOR = (
+    "Cursors issued for `GET /v1/projects` before the 2026-10-10 switch of its data store are "
+    "refused with `invalid_request`; list again from the first page."
+)
+
+
+# -- shared helpers ------------------------------------------------------------------------------
+
+
+def _operation(ctx: Context, operation_id: str) -> Operation:
+    """The operation, or :class:`Skip` when the contract lacks it or it may not be sent."""
+    op = ctx.held.operations.get(operation_id)
+    if op is None:
+        raise Skip(f"the contract has no {operation_id}")
+    reason = ctx.why_not_send(op)
+    if reason:
+        raise Skip(reason)
+    return op
+
+
+def _answered(ctx: Context, exchange: Exchange) -> Exchange:
+    """The exchange, or :class:`Skip` when its capability is unavailable."""
+    if exchange.capability_unavailable:
+        if exchange.operation_id:
+            ctx.session.unavailable.add(exchange.operation_id)
+        raise Skip(CAPABILITY_UNAVAILABLE)
+    return exchange
+
+
+def _ok(exchange: Exchange) -> bool:
+    return 200 <= exchange.status < 300
+
+
+def _is(exchange: Exchange, status: int, code: str) -> bool:
+    return exchange.status == status and exchange.code == code
+
+
+def _body(exchange: Exchange) -> dict[str, Any]:
+    body = exchange.json()
+    return body if isinstance(body, dict) else {}
+
+
+def _details(exchange: Exchange) -> dict[str, Any]:
+    details = _body(exchange).get("details")
+    return details if isinstance(details, dict) else {}
+
+
+def _send(
+    ctx: Context,
+    op: Operation,
+    body: Any = None,
+    *,
+    path: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> Exchange:
+    """``op`` with ``body`` (a new Idempotency-Key where the operation takes one)."""
+    headers = {"Idempotency-Key": ctx.new_key()} if op.idempotency_key is not None else {}
+    if body is not None:
+        kwargs["json_body"] = body
+    return _answered(ctx, ctx.call(op, path_parameters=path, headers=headers, **kwargs))
+
+
+def _generated(
+    ctx: Context, op: Operation, values: dict[str, Any], *, drop: tuple[str, ...] = ()
+) -> Exchange:
+    """A generated valid request to ``op`` (real project) with ``values`` set, ``drop`` left out."""
+
+    def update(body: dict[str, Any]) -> dict[str, Any]:
+        for name in drop:
+            body.pop(name, None)
+        body.update(values)
+        return body
+
+    prepared = ctx.sample(op, salt="workflows", idempotency_key=ctx.new_key(), body_update=update)
+    if prepared is None:
+        raise Skip("no request could be generated")
+    return _answered(ctx, ctx.send(prepared, op))
+
+
+def _catalogue(ctx: Context) -> dict[str, dict[str, Any]]:
+    """The live catalogue of ``GET /v1/capabilities``, by capability name."""
+    op = ctx.held.operations.get("getCapabilities")
+    if op is None:
+        return {}
+    listed = _body(ctx.call(op)).get("capabilities")
+    if not isinstance(listed, list):
+        return {}
+    return {c["name"]: c for c in listed if isinstance(c, dict) and isinstance(c.get("name"), str)}
+
+
+def _price(catalogue: dict[str, dict[str, Any]], name: str) -> int | None:
+    price = catalogue.get(name, {}).get("price")
+    return price if isinstance(price, int) else None
+
+
+def _not_charged(
+    ctx: Context, before: int | None, exchange: Exchange, rule: str, quote: str
+) -> None:
+    """The balance is where it was before the refused ``exchange``."""
+    if before is None:
+        ctx.skip(NO_BALANCE)
+        return
+    after = balance(ctx)
+    ctx.expect(
+        after == before,
+        rule,
+        f"the balance went from {before} to {after} credits on a call the rule refuses "
+        f"(it answered {exchange.status} {exchange.code})",
+        exchange=exchange,
+        quote=quote,
+    )
+
+
+def _poll(
+    ctx: Context, read: Callable[[], Exchange], ready: Callable[[Exchange], bool], why: str
+) -> Exchange | None:
+    """Read until ``ready``: the mock's clock is moved; a deployment is polled for at most
+    ``--webhook-wait`` seconds. None when it never became ready."""
+    exchange = read()
+    if ready(exchange):
+        return exchange
+    if ctx.control is not None:
+        for _ in range(MOCK_POLLS):
+            ctx.control.advance(MOCK_STEP_SECONDS)
+            exchange = read()
+            if ready(exchange):
+                return exchange
+        return None
+    waited = 0.0
+    while waited < ctx.session.webhook_wait:
+        step = min(POLL_SECONDS, ctx.session.webhook_wait - waited)
+        ctx.target.wait(step, why)
+        waited += step
+        exchange = read()
+        if ready(exchange):
+            return exchange
+    return None
+
+
+def _mock_videos(ctx: Context) -> tuple[list[str], str | None]:
+    """Video urls of known length: those of at most the url source limit (the longest first,
+    so the first is at the limit where the catalogue has one), and one just over it.
+
+    Known only for the bundled mock (its default fixtures' video catalogue); a deployment's
+    long video is ``--long-video-url``.
+    """
+    long_url = ctx.session.long_video_url
+    if ctx.session.mock is None:
+        return [], long_url
+    from mockserver.fixtures import load_fixtures
+    from mockserver.resources import default_fixtures_path
+
+    fixtures = load_fixtures(default_fixtures_path())
+    limit = fixtures["generation"]["remix"]["maxUrlSourceSeconds"]
+    videos = [
+        (int(video["durationSeconds"]), video["url"])
+        for domain in fixtures["catalog"]["domains"].values()
+        for video in domain
+    ]
+    short = [url for seconds, url in sorted(videos, reverse=True) if seconds <= limit]
+    longer = sorted(v for v in videos if v[0] > limit)
+    return short, long_url or (longer[0][1] if longer else None)
+
+
+# -- autopilots --------------------------------------------------------------------------------
+
+
+def _autopilot(ctx: Context, channel_id: str) -> dict[str, Any] | None:
+    exchange = ctx.call(ctx.operation("getAutopilot"), path_parameters={"channelId": channel_id})
+    autopilot = _body(exchange).get("autopilot")
+    return autopilot if _ok(exchange) and isinstance(autopilot, dict) else None
+
+
+def _save_autopilot(
+    ctx: Context, channel_id: str, settings: dict[str, Any], enabled: bool
+) -> Exchange:
+    """PUT the autopilot with ``settings`` (the saved fields the contract names) and ``enabled``."""
+    op = ctx.operation("saveAutopilot")
+    names = ctx.held.flatten(op.body_schema)["properties"] if op.body_schema else {}
+    body = {name: settings[name] for name in names if name in settings}
+    body["enabled"] = enabled
+    return _send(ctx, op, body, path={"channelId": channel_id})
+
+
+def _start_run(ctx: Context, channel_id: str, **kwargs: Any) -> Exchange:
+    return _send(
+        ctx, ctx.operation("createAutopilotRun"), {"channelId": channel_id, "videos": 1}, **kwargs
+    )
+
+
+def _runs(ctx: Context) -> list[dict[str, Any]]:
+    op = ctx.operation("listAutopilotRuns")
+    params = {"limit": 100} if op.parameter("limit", "query") else {}
+    runs = _body(ctx.call(op, params=params)).get("runs")
+    return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
+
+
+class _Autopilots:
+    """Pauses and enables autopilots, remembering each one's settings to restore them."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.original: dict[str, dict[str, Any]] = {}
+
+    def settings(self, channel_id: str) -> dict[str, Any]:
+        if channel_id not in self.original:
+            autopilot = _autopilot(self.ctx, channel_id)
+            if autopilot is None:
+                raise Skip(f"the autopilot of channel {channel_id} could not be read")
+            self.original[channel_id] = autopilot
+        return self.original[channel_id]
+
+    def set(self, channel_id: str, enabled: bool) -> Exchange:
+        return _save_autopilot(self.ctx, channel_id, self.settings(channel_id), enabled)
+
+    def restore(self) -> None:
+        for channel_id, settings in self.original.items():
+            _save_autopilot(self.ctx, channel_id, settings, bool(settings.get("enabled")))
+
+
+@check(
+    "workflows-autopilot-paused",
+    FAMILY,
+    "a paused autopilot refuses manual runs, approvals and retries with 409 conflict, nothing "
+    "charged; enabled again it accepts a manual run; the governance kill switch answers 409 and "
+    "an unreadable policy 503 upstream_unavailable (mock)",
+    creates=True,
+)
+def autopilot_paused(ctx: Context) -> None:
+    for name in ("getAutopilot", "saveAutopilot", "createAutopilotRun", "listAutopilotRuns"):
+        _operation(ctx, name)
+    runs = _runs(ctx)
+    waiting = next((r for r in runs if r.get("status") == "awaiting_approval"), None)
+    failed = next((r for r in runs if r.get("status") == "failed"), None)
+    channels = [
+        r["channelId"] for r in (waiting, failed) if r and isinstance(r.get("channelId"), str)
+    ]
+    channel = (channels or ctx.session.ids.ids_for("channelId") or [None])[0]
+    if channel is None:
+        raise Skip("the workspace has no channel")
+    autopilots = _Autopilots(ctx)
+    try:
+        _judge_paused(ctx, autopilots, channel, waiting, failed)
+        enabled = autopilots.set(channel, True)
+        if not _ok(enabled):
+            raise Skip(f"the autopilot of {channel} could not be enabled ({enabled.status})")
+        run = _start_run(ctx, channel)
+        ctx.expect(
+            _ok(run),
+            "enabled-manual-run",
+            f"a manual run of the autopilot enabled again answered {run.status} {run.code}",
+            exchange=run,
+            quote=ENABLED,
+        )
+        mine = waiting if waiting and waiting.get("channelId") == channel else None
+        _judge_governance(ctx, channel, mine)
+    finally:
+        autopilots.restore()
+
+
+def _judge_paused(
+    ctx: Context,
+    autopilots: _Autopilots,
+    channel: str,
+    waiting: dict[str, Any] | None,
+    failed: dict[str, Any] | None,
+) -> None:
+    paused = autopilots.set(channel, False)
+    if not _ok(paused):
+        raise Skip(f"the autopilot of {channel} could not be paused ({paused.status})")
+    before = balance(ctx)
+    run = _start_run(ctx, channel)
+    ctx.expect(
+        _is(run, 409, "conflict"),
+        "paused-manual-run",
+        f"a manual run of a paused autopilot answered {run.status} {run.code}",
+        exchange=run,
+        quote=PAUSED,
+    )
+    _not_charged(ctx, before, run, "paused-not-charged", PAUSED)
+    for operation_id, subject, status in (
+        ("approveAutopilotRun", waiting, "awaiting_approval"),
+        ("retryAutopilotRun", failed, "failed"),
+    ):
+        op = ctx.held.operations.get(operation_id)
+        if op is None or ctx.why_not_send(op):
+            ctx.skip(f"{operation_id} may not be sent")
+            continue
+        if subject is None or not isinstance(subject.get("id"), str):
+            ctx.skip(f"no autopilot run is {status}: {op.label} not judged")
+            continue
+        if subject.get("channelId") != channel:
+            refused = autopilots.set(subject["channelId"], False)
+            if not _ok(refused):
+                ctx.skip(f"the autopilot of {subject['channelId']} could not be paused")
+                continue
+        exchange = _send(ctx, op, path={"runId": subject["id"]})
+        ctx.expect(
+            _is(exchange, 409, "conflict"),
+            f"paused-{operation_id.removesuffix('AutopilotRun')}",
+            f"{op.label} of a run {status} while its autopilot is paused answered "
+            f"{exchange.status} {exchange.code}",
+            exchange=exchange,
+            quote=PAUSED,
+        )
+
+
+def _governance(ctx: Context, change: dict[str, bool] | None = None) -> dict[str, Any]:
+    """The workspace's governance settings (after ``change``), through the control plane."""
+    mock = ctx.session.mock
+    assert mock is not None
+    if change:
+        return dict(ctx.control.set_governance(mock.workspace, **change))
+    response = ctx.control.call("GET", f"/workspaces/{mock.workspace}/governance")
+    response.raise_for_status()
+    return dict(response.json()["governance"])
+
+
+def _judge_governance(ctx: Context, channel: str, waiting: dict[str, Any] | None) -> None:
+    """Mock only: the kill switch answers 409, an unreadable policy 503 (autopilot enabled)."""
+    if ctx.control is None or ctx.session.mock is None:
+        ctx.skip(NEEDS_CONTROL + ": the governance kill switch and policy not judged")
+        return
+    original = _governance(ctx)
+    approve = ctx.held.operations.get("approveAutopilotRun")
+    cases = (
+        ({"killSwitch": True}, 409, "conflict", "kill-switch"),
+        ({"killSwitch": False, "policyReadable": False}, 503, "upstream_unavailable", "policy"),
+    )
+    try:
+        for change, status, code, rule in cases:
+            _governance(ctx, change)
+            exchanges = [_start_run(ctx, channel, retry=False)]
+            if waiting is not None and approve is not None:
+                exchanges.append(_send(ctx, approve, path={"runId": waiting["id"]}, retry=False))
+            for exchange in exchanges:
+                ctx.expect(
+                    _is(exchange, status, code),
+                    f"governance-{rule}",
+                    f"with governance {change} {exchange.method} {exchange.path} answered "
+                    f"{exchange.status} {exchange.code} (expected {status} {code})",
+                    exchange=exchange,
+                    quote=GOVERNANCE,
+                )
+    finally:
+        _governance(ctx, {k: original[k] for k in ("killSwitch", "policyReadable")})
+
+
+# -- footage-edit approvals -----------------------------------------------------------------------
+
+
+def _job_id(exchange: Exchange) -> str | None:
+    job = _body(exchange).get("job")
+    return job.get("id") if isinstance(job, dict) and isinstance(job.get("id"), str) else None
+
+
+def _proposal(ctx: Context, job_id: str) -> Exchange:
+    return ctx.call(ctx.operation("getJobProposal"), path_parameters={"jobId": job_id})
+
+
+def _generation(exchange: Exchange) -> Any:
+    proposal = _body(exchange).get("proposal")
+    return proposal.get("generation") if isinstance(proposal, dict) else None
+
+
+def _job_status(ctx: Context, job_id: str) -> str | None:
+    exchange = ctx.call(ctx.operation("getJob"), path_parameters={"jobId": job_id})
+    job = _body(exchange).get("job")
+    return job.get("status") if isinstance(job, dict) else None
+
+
+def _terminal(ctx: Context) -> tuple[str, ...]:
+    schema = ctx.held.document.get("components", {}).get("schemas", {}).get("JobTerminalStatus")
+    return tuple(ctx.held.resolve(schema or {}).get("enum", ()))
+
+
+def _approve(ctx: Context, job_id: str, expected: Any = None) -> Exchange:
+    body: dict[str, Any] = {"jobId": job_id}
+    if expected is not None:
+        body["expectedGeneration"] = expected
+    return _send(ctx, ctx.operation("approveVideoEdit"), body)
+
+
+@check(
+    "workflows-approve-generation",
+    FAMILY,
+    "POST /v1/video/edit/approve: the first approval succeeds; a render not ready and a "
+    "cancelled cut answer 400 (mock), a stale expectedGeneration 409 conflict with "
+    "details.currentGeneration, each before any charge",
+    spends=True,
+)
+def approve_generation(ctx: Context) -> None:
+    for name in ("approveVideoEdit", "getJobProposal", "getJob"):
+        _operation(ctx, name)
+    edit_op = _operation(ctx, "editVideo")
+    if balance(ctx) is None:
+        raise Skip(NO_BALANCE)
+    short, _ = _mock_videos(ctx)
+    edit = _generated(ctx, edit_op, {"footageUrls": short[:2]} if short else {})
+    job_id = _job_id(edit)
+    if not _ok(edit) or job_id is None:
+        raise Skip(f"no footage edit could be started ({edit.status} {edit.code})")
+    page = _poll(
+        ctx,
+        lambda: _proposal(ctx, job_id),
+        lambda e: _ok(e) and _body(e).get("status") == "awaiting_review",
+        "a footage edit proposing its cuts",
+    )
+    if page is None:
+        raise Skip("the footage edit did not reach awaiting_review in time (--webhook-wait)")
+    first = _approve(ctx, job_id)
+    if not ctx.expect(
+        _ok(first),
+        "first-approval",
+        f"the first approval (expectedGeneration omitted) answered {first.status} {first.code}",
+        exchange=first,
+        quote=FIRST_APPROVAL,
+    ):
+        return
+    render_id = _job_id(first) or job_id
+    approved = _proposal(ctx, job_id)
+    ctx.expect(
+        _body(approved).get("status") == "approved",
+        "approved",
+        f"after the first approval the proposal is {_body(approved).get('status')!r}",
+        exchange=approved,
+        quote=FIRST_APPROVAL,
+    )
+    generation = _generation(approved)
+    if not isinstance(generation, int | float):
+        raise Skip("the proposal answers no generation")
+    _judge_render_not_ready(ctx, job_id, render_id, generation)
+    _judge_stale(ctx, job_id, render_id, generation)
+
+
+def _judge_render_not_ready(ctx: Context, job_id: str, render_id: str, generation: Any) -> None:
+    if _job_status(ctx, render_id) in _terminal(ctx):
+        ctx.skip("the render finished before a re-cut could be asked for early")
+        return
+    before = balance(ctx)
+    early = _approve(ctx, job_id, generation)
+    ctx.expect(
+        _is(early, 400, "invalid_request"),
+        "render-not-ready",
+        f"a re-cut while the current render is running answered {early.status} {early.code}",
+        exchange=early,
+        quote=NOT_READY,
+    )
+    _not_charged(ctx, before, early, "render-not-ready-not-charged", NOT_READY)
+
+
+def _judge_stale(ctx: Context, job_id: str, render_id: str, generation: Any) -> None:
+    terminal = _terminal(ctx)
+    ended = _poll(
+        ctx,
+        lambda: ctx.call(ctx.operation("getJob"), path_parameters={"jobId": render_id}),
+        lambda e: (_body(e).get("job") or {}).get("status") in terminal,
+        "the approved cut rendering",
+    )
+    if ended is None:
+        raise Skip("the approved render did not finish in time (--webhook-wait)")
+    status = (_body(ended).get("job") or {}).get("status")
+    if status != "done":
+        raise Skip(f"the approved render ended {status}: no re-cut possible")
+    recut = _approve(ctx, job_id, generation)
+    if not ctx.expect(
+        _ok(recut),
+        "re-cut",
+        f"a re-cut with expectedGeneration {generation} (the current one, render finished) "
+        f"answered {recut.status} {recut.code}",
+        exchange=recut,
+        quote=RECUT,
+    ):
+        return
+    current = _generation(_proposal(ctx, job_id))
+    if not ctx.expect(
+        current != generation,
+        "generation-moves-on",
+        f"after a re-cut the proposal's generation is still {current}",
+        exchange=recut,
+        quote=ctx.held.quote("#/paths/~1v1~1video~1edit~1approve/post", RECUT),
+    ):
+        return
+    before = balance(ctx)
+    stale = _approve(ctx, job_id, generation)
+    ctx.expect(
+        _is(stale, 409, "conflict") and _details(stale).get("currentGeneration") == current,
+        "stale-generation",
+        f"expectedGeneration {generation} (the proposal is at {current}) answered {stale.status} "
+        f"{stale.code} with details.currentGeneration "
+        f"{_details(stale).get('currentGeneration')!r}",
+        exchange=stale,
+        quote=STALE_GENERATION,
+    )
+    _not_charged(ctx, before, stale, "stale-not-charged", STALE_GENERATION)
+    _judge_cancelled(ctx, job_id, _job_id(recut), current)
+
+
+def _judge_cancelled(ctx: Context, job_id: str, render_id: str | None, current: Any) -> None:
+    """Mock only: the re-cut's render cancelled through the control plane, then re-cut."""
+    if ctx.control is None or ctx.session.mock is None:
+        ctx.skip(NEEDS_CONTROL + ": a cancelled cut not judged")
+        return
+    if render_id is None:
+        ctx.skip("the re-cut answered no render job: a cancelled cut not judged")
+        return
+    outcome = {"status": "cancelled", "immediately": True}
+    if ctx.control.call("POST", f"/jobs/{render_id}/outcome", outcome).status_code >= 400:
+        ctx.skip("the mock could not cancel the render: a cancelled cut not judged")
+        return
+    before = balance(ctx)
+    cancelled = _approve(ctx, job_id, current)
+    ctx.expect(
+        _is(cancelled, 400, "invalid_request"),
+        "cancelled-cut",
+        f"a re-cut of a cancelled cut answered {cancelled.status} {cancelled.code}",
+        exchange=cancelled,
+        quote=NOT_READY,
+    )
+    _not_charged(ctx, before, cancelled, "cancelled-not-charged", NOT_READY)
+
+
+# -- remix pricing -----------------------------------------------------------------------------
+
+
+def _transcript(n: int) -> dict[str, str]:
+    return {"transcript": f"Transcript {n}: a short talk about keeping a weekly budget."}
+
+
+@check(
+    "workflows-remix-pricing",
+    FAMILY,
+    "a remix is charged by work at the live prices (video-analysis per url source, else one "
+    "script or scene plan); a url source over the length limit is refused before any charge",
+    spends=True,
+)
+def remix_pricing(ctx: Context) -> None:
+    op = _operation(ctx, "remixVideo")
+    catalogue = _catalogue(ctx)
+    missing = [n for n in (VIDEO_ANALYSIS, SCRIPT, SCENE_PLAN) if _price(catalogue, n) is None]
+    if missing:
+        raise Skip(f"GET /v1/capabilities quotes no price for {', '.join(missing)}")
+    if balance(ctx) is None:
+        raise Skip(NO_BALANCE)
+    short, long_url = _mock_videos(ctx)
+    cases: list[tuple[str, list[dict[str, str]], str | None, dict[str, int]]] = [
+        ("two transcripts", [_transcript(1), _transcript(2)], None, {SCRIPT: 1}),
+        ("two transcripts as scenes", [_transcript(1), _transcript(2)], "scenes", {SCENE_PLAN: 1}),
+    ]
+    if len(short) >= 3:
+        urls = [{"url": url} for url in short[:3]]
+        cases += [
+            ("two url sources and a transcript", [*urls[:2], _transcript(1)], None,
+             {VIDEO_ANALYSIS: 2}),
+            ("three url sources as scenes", urls, "scenes", {VIDEO_ANALYSIS: 3}),
+        ]  # fmt: skip
+    else:
+        ctx.skip(NEEDS_VIDEO_URLS)
+    for label, sources, output_format, work in cases:
+        _judge_price(ctx, op, catalogue, label, sources, output_format, work)
+    if long_url is None:
+        ctx.skip(NEEDS_LONG_VIDEO)
+        return
+    before = balance(ctx)
+    refused = _remix(ctx, op, [{"url": long_url}], None)
+    ctx.expect(
+        _is(refused, 400, "invalid_request"),
+        "long-video-refused",
+        f"a url source longer than the limit ({long_url}) answered {refused.status} {refused.code}",
+        exchange=refused,
+        quote=REMIX_LENGTH,
+    )
+    _not_charged(ctx, before, refused, "long-video-not-charged", REMIX_LENGTH)
+
+
+def _remix(
+    ctx: Context, op: Operation, sources: list[dict[str, str]], output_format: str | None
+) -> Exchange:
+    values: dict[str, Any] = {"sources": sources}
+    if output_format is not None:
+        values["outputFormat"] = output_format
+    return _generated(ctx, op, values, drop=("outputFormat",))
+
+
+def _judge_price(
+    ctx: Context,
+    op: Operation,
+    catalogue: dict[str, dict[str, Any]],
+    label: str,
+    sources: list[dict[str, str]],
+    output_format: str | None,
+    work: dict[str, int],
+) -> None:
+    expected = sum(int(_price(catalogue, name) or 0) * count for name, count in work.items())
+    before = balance(ctx)
+    exchange = _remix(ctx, op, sources, output_format)
+    if not _ok(exchange):
+        ctx.skip(f"a remix of {label} was refused ({exchange.status} {exchange.code})")
+        return
+    after = balance(ctx)
+    charged = None if before is None or after is None else before - after
+    priced = " + ".join(f"{count} × {name}" for name, count in work.items())
+    ctx.expect(
+        charged == expected,
+        "priced-by-work",
+        f"a remix of {label} was charged {charged} credits; {priced} at the live price is "
+        f"{expected}",
+        exchange=exchange,
+        quote=REMIX_PRICE,
+    )
+
+
+# -- maxCredits --------------------------------------------------------------------------------
+
+
+@check(
+    "workflows-max-credits",
+    FAMILY,
+    "maxCredits below the live price: POST /v1/video/footage and an agent run whose remix step "
+    "of several url sources costs more answer 409 conflict, nothing charged",
+    spends=True,
+)
+def max_credits(ctx: Context) -> None:
+    if balance(ctx) is None:
+        raise Skip(NO_BALANCE)
+    catalogue = _catalogue(ctx)
+    judged = [_judge_footage_cap(ctx, catalogue), _judge_agent_cap(ctx, catalogue)]
+    if not any(judged):
+        raise Skip("neither maxCredits rule could be judged")
+
+
+def _judge_footage_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool:
+    op = ctx.held.operations.get("createFootage")
+    if op is None or (reason := ctx.why_not_send(op)):
+        ctx.skip(reason or "the contract has no createFootage")
+        return False
+    unit_price = _price(catalogue, FOOTAGE)
+    if not unit_price:
+        ctx.skip(f"GET /v1/capabilities quotes no positive price for {FOOTAGE}")
+        return False
+    seconds = 2
+    per_second = catalogue[FOOTAGE].get("unit") == "second"
+    price = unit_price * (seconds if per_second else 1)
+    values = {"durationSeconds": seconds, "maxCredits": price - 1}
+    before = balance(ctx)
+    capped = _generated(ctx, op, values)
+    ctx.expect(
+        _is(capped, 409, "conflict"),
+        "footage-capped",
+        f"maxCredits {price - 1} under the live price {price} answered {capped.status} "
+        f"{capped.code}",
+        exchange=capped,
+        quote=FOOTAGE_CAP,
+    )
+    _not_charged(ctx, before, capped, "footage-capped-not-charged", FOOTAGE_CAP)
+    allowed = _generated(ctx, op, {**values, "maxCredits": price})
+    ctx.expect(
+        _ok(allowed),
+        "footage-at-cap",
+        f"maxCredits equal to the live price {price} answered {allowed.status} {allowed.code}",
+        exchange=allowed,
+        quote=FOOTAGE_CAP,
+    )
+    return True
+
+
+def _judge_agent_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool:
+    op = ctx.held.operations.get("createAgentRun")
+    remix = ctx.held.operations.get("remixVideo")
+    if op is None or remix is None or (reason := ctx.why_not_send(op)):
+        ctx.skip(reason or "the contract has no createAgentRun")
+        return False
+    analysis = _price(catalogue, VIDEO_ANALYSIS)
+    short, _ = _mock_videos(ctx)
+    if len(short) < 3:
+        ctx.skip(NEEDS_VIDEO_URLS)
+        return False
+    if not analysis:
+        ctx.skip(f"GET /v1/capabilities quotes no positive price for {VIDEO_ANALYSIS}")
+        return False
+    urls = short[:3]
+    step_price = analysis * len(urls)
+    step = {"operation": remix.operation_id, "arguments": {"sources": [{"url": u} for u in urls]}}
+    values = {"steps": [step], "maxCredits": step_price - 1}
+    before = balance(ctx)
+    capped = _generated(ctx, op, values)
+    ctx.expect(
+        _is(capped, 409, "conflict"),
+        "agent-step-capped",
+        f"a remix step of {len(urls)} url sources ({len(urls)} × {VIDEO_ANALYSIS} = "
+        f"{step_price} credits) under maxCredits {step_price - 1} answered {capped.status} "
+        f"{capped.code}",
+        exchange=capped,
+        quote=AGENT_CAP,
+    )
+    _not_charged(ctx, before, capped, "agent-capped-not-charged", AGENT_CAP)
+    allowed = _generated(ctx, op, {**values, "maxCredits": step_price})
+    ctx.expect(
+        _ok(allowed),
+        "agent-step-at-cap",
+        f"the same run with maxCredits {step_price} (the step's price) answered "
+        f"{allowed.status} {allowed.code}",
+        exchange=allowed,
+        quote=AGENT_CAP,
+    )
+    return True
+
+
+# -- word cursors ------------------------------------------------------------------------------
+
+
+def _transcript_page(ctx: Context, project_id: str, cursor: str | None = None) -> Exchange:
+    params: dict[str, Any] = {"wordLimit": WORD_LIMIT}
+    if cursor is not None:
+        params["wordCursor"] = cursor
+    op = ctx.operation("getProjectTranscript")
+    return ctx.call(op, path_parameters={"projectId": project_id}, params=params)
+
+
+def _paged_source(exchange: Exchange) -> dict[str, Any] | None:
+    """A source of the page with a next cursor, a source id and a first word with an id."""
+    transcript = _body(exchange).get("transcript")
+    sources = transcript.get("sources") if isinstance(transcript, dict) else None
+    for source in sources if isinstance(sources, list) else []:
+        words = source.get("words") if isinstance(source, dict) else None
+        if (
+            isinstance(source.get("wordsNextCursor"), str)
+            and isinstance(source.get("id"), str)
+            and isinstance(words, list)
+            and words
+            and isinstance(words[0], dict)
+            and isinstance(words[0].get("id"), str)
+        ):
+            return source
+    return None
+
+
+@check(
+    "workflows-stale-word-cursor",
+    FAMILY,
+    "a wordCursor issued before the composition changed answers 409 conflict with "
+    "details.reason stale_cursor",
+    creates=True,
+)
+def stale_word_cursor(ctx: Context) -> None:
+    _operation(ctx, "getProjectTranscript")
+    edit_op = _operation(ctx, "editProjectTranscript")
+    found = None
+    for project_id in ctx.session.ids.ids_for("projectId")[:5]:
+        source = _paged_source(_transcript_page(ctx, project_id))
+        if source is not None:
+            found = project_id, source
+            break
+    if found is None:
+        raise Skip(f"no project's transcript has a source longer than {WORD_LIMIT} words")
+    project_id, source = found
+    cursor = source["wordsNextCursor"]
+    fresh = _transcript_page(ctx, project_id, cursor)
+    if not _ok(fresh):
+        raise Skip(f"the wordCursor was not accepted before any edit ({fresh.status})")
+    word = source["words"][0]
+    action, undo = ("restore", "cut") if word.get("cut") is True else ("cut", "restore")
+    edit = {"action": action, "sourceId": source["id"], "wordIds": [word["id"]]}
+    path = {"projectId": project_id}
+    changed = _send(ctx, edit_op, edit, path=path)
+    if not _ok(changed):
+        raise Skip(f"the composition could not be changed ({changed.status} {changed.code})")
+    try:
+        stale = _transcript_page(ctx, project_id, cursor)
+        ctx.expect(
+            _is(stale, 409, "conflict") and _details(stale).get("reason") == "stale_cursor",
+            "stale-cursor",
+            f"a wordCursor issued before the composition changed answered {stale.status} "
+            f"{stale.code} with details.reason {_details(stale).get('reason')!r}",
+            exchange=stale,
+            quote=WORD_CURSOR,
+        )
+        restart = _transcript_page(ctx, project_id)
+        ctx.expect(
+            _ok(restart),
+            "restart-first-page",
+            f"the first page after the change answered {restart.status} {restart.code}",
+            exchange=restart,
+            quote=WORD_CURSOR,
+        )
+    finally:
+        _send(ctx, edit_op, {**edit, "action": undo}, path=path)
+
+
+# -- legacy cursors ------------------------------------------------------------------------------
+
+
+def _legacy_cursor(ctx: Context, operation_id: str) -> str | None:
+    """A cursor issued before the store switch: the bundled mock's fixtures publish one."""
+    if ctx.session.mock is None:
+        return None
+    from mockserver.fixtures import load_fixtures
+    from mockserver.resources import default_fixtures_path
+
+    cursors = load_fixtures(default_fixtures_path()).get("legacyCursors", {})
+    cursor = cursors.get(operation_id) if isinstance(cursors, dict) else None
+    return cursor if isinstance(cursor, str) else None
+
+
+@check(
+    "pagination-legacy-projects-cursor",
+    "pagination",
+    "a GET /v1/projects cursor issued before the 2026-10-10 switch of its data store answers "
+    "400 invalid_request (the cursor the bundled mock publishes)",
+)
+def legacy_projects_cursor(ctx: Context) -> None:
+    op = _operation(ctx, "listProjects")
+    cursor = _legacy_cursor(ctx, op.operation_id)
+    if cursor is None:
+        raise Skip(LEGACY_NEEDS_MOCK)
+    since = op.definition.get("x-cursors-valid-from", "2026-10-10")
+    exchange = ctx.call(op, params={"cursor": cursor})
+    ctx.expect(
+        _is(exchange, 400, "invalid_request"),
+        "legacy-cursor-refused",
+        f"a cursor issued before {since} answered {exchange.status} {exchange.code}",
+        exchange=exchange,
+        quote=LEGACY_CURSOR,
+    )

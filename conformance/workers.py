@@ -1,0 +1,330 @@
+"""``conformance run --workers N``: the selected checks run in N worker processes.
+
+Worker ``k`` of ``N`` runs ``shard(checks, k, N)``: its deal of the checks that make requests,
+and every observer (which judges that worker's own exchanges). Workers are spawned processes;
+each sends its results back over a pipe as each check ends, so a worker that crashes loses only
+what it had not finished. The parent merges the results in the selection's order: a check that
+makes requests has the result of the one worker that ran it, an observer the sum of every
+worker's counts with their failures, warnings and skips put together (a check that does both
+is merged as an observer: its requests were made by one worker, its observations by all).
+
+Against the bundled mock each worker makes a sandbox of its own (``POST /_mock/sandboxes``: its
+own keys, clock, records, credits and rate-limit buckets), runs in it and ends it in
+``finally``; the parent ends any a dead worker left behind. Against a deployment the workers
+share its workspace and key: ``conformance.api`` allows that only for a read-only run.
+
+A worker that dies or raises becomes a failed ``crash`` result for each of its checks that had
+not ended; a worker whose target did not answer makes the run raise
+:class:`~conformance.target.TargetUnreachable`, as a run in one process does.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import Any, cast
+
+from conformance.api import Outcome, RunConfig, execute
+from conformance.checks import Check, all_checks, shard
+from conformance.results import CheckResult, Failure
+from conformance.runner import NOTHING_TO_JUDGE
+from conformance.sandboxes import Where, close_sandbox, sandboxed
+from conformance.target import TargetUnreachable
+
+JOIN_SECONDS = 10.0  # how long a worker that has sent its last word may take to exit
+
+
+@dataclass(frozen=True)
+class Job:
+    """One worker's part of the run (pickled to the worker process)."""
+
+    index: int  # from 1
+    count: int
+    names: tuple[str, ...]  # its checks (its deal, and every observer), in the run's order
+    runs: tuple[str, ...]  # those of them it makes the requests of (the others only observe)
+    config: RunConfig  # the options (no listener, no report paths)
+    where: Where  # the deployment; for the mock, where to make the worker's sandbox
+    seed: int
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.config.is_mock
+
+    @property
+    def label(self) -> str:
+        return f"worker {self.index}/{self.count}"
+
+
+@dataclass
+class Worker:
+    """A worker process as the parent sees it, and what it has sent so far."""
+
+    job: Job
+    process: BaseProcess
+    conn: Connection
+    part: list[Check] = field(default_factory=list)  # shard(checks, index, count)
+    ended: dict[str, CheckResult] = field(default_factory=dict)  # checks that make requests
+    done: Outcome | None = None  # observers' results, requests and notes, at the end
+    sandbox: str | None = None
+    unreachable: str | None = None
+    problem: str | None = None
+
+
+def deal(checks: list[Check], count: int) -> list[list[Check]]:
+    """The ``count`` workers' parts of ``checks`` (each with every observer)."""
+    return [shard(checks, k, count) for k in range(1, count + 1)]
+
+
+def budget_share(max_requests: int | None, index: int, count: int) -> int | None:
+    """Worker ``index``'s share of ``--max-requests`` (the shares add up to it)."""
+    if max_requests is None:
+        return None
+    share, extra = divmod(max_requests, count)
+    return max(1, share + (1 if index <= extra else 0))
+
+
+def run_workers(
+    config: RunConfig,
+    where: Where,
+    checks: list[Check],
+    seed: int,
+    count: int,
+    entry: Callable[[Job, Connection], None] | None = None,
+) -> Outcome:
+    """Run ``checks`` in ``count`` worker processes (each running ``entry``, :func:`work`
+    unless a test gives another); their merged outcome."""
+    emit = config.on_event or (lambda *_: None)
+    options = replace(
+        config,
+        workers=1,
+        shard=None,
+        on_event=None,
+        junit_xml=None,
+        report_json=None,
+        report_html=None,
+    )
+    parts = deal(checks, count)
+    jobs = [
+        Job(
+            index=k,
+            count=count,
+            names=tuple(c.name for c in part),
+            runs=tuple(c.name for c in part if c.run is not None),
+            config=replace(options, max_requests=budget_share(config.max_requests, k, count)),
+            where=where,
+            seed=seed,
+        )
+        for k, part in enumerate(parts, start=1)
+    ]
+    context = multiprocessing.get_context("spawn")
+    workers: list[Worker] = []
+    try:
+        for job, part in zip(jobs, parts, strict=True):
+            workers.append(start(context, job, part, entry or work))
+        collect(workers, {c.name: c for c in checks}, emit)
+    finally:
+        for worker in workers:
+            stop(worker)
+    if unreachable := [w.unreachable for w in workers if w.unreachable]:
+        raise TargetUnreachable(unreachable[0])
+    return merge(checks, workers, seed)
+
+
+def start(
+    context: Any, job: Job, part: list[Check], entry: Callable[[Job, Connection], None]
+) -> Worker:
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(
+        target=entry, args=(job, sending), name=f"conformance-{job.index}", daemon=True
+    )
+    process.start()
+    sending.close()  # the worker holds the only sending end: its exit is our EOF
+    return Worker(job, process, receiving, part)
+
+
+def collect(
+    workers: list[Worker], by_name: dict[str, Check], emit: Callable[[str, Any], None]
+) -> None:
+    """Read what the workers send until every one has closed its pipe."""
+    live = {worker.conn: worker for worker in workers}
+    while live:
+        for ready in wait(list(live)):
+            conn = cast(Connection, ready)
+            worker = live[conn]
+            try:
+                kind, payload = conn.recv()
+            except (EOFError, OSError):
+                del live[conn]
+                continue
+            except Exception as exc:  # a message that cannot be read: the rest still can
+                worker.problem = f"a result could not be read: {exc!r}"
+                continue
+            receive(worker, kind, payload, by_name, emit)
+
+
+def receive(
+    worker: Worker,
+    kind: str,
+    payload: Any,
+    by_name: dict[str, Check],
+    emit: Callable[[str, Any], None],
+) -> None:
+    if kind == "check-start":
+        emit("check-start", by_name[payload])
+    elif kind == "check-end":
+        worker.ended[payload.name] = payload
+        emit("check-end", payload)
+    elif kind == "sandbox":
+        worker.sandbox = payload
+    elif kind == "done":
+        worker.done = payload
+    elif kind == "unreachable":
+        worker.unreachable = payload
+    elif kind == "error":
+        worker.problem = payload
+
+
+def stop(worker: Worker) -> None:
+    """Wait for the worker to exit (end it if it will not); end a sandbox it left behind."""
+    worker.process.join(JOIN_SECONDS if worker.done or worker.problem else 1.0)
+    if worker.process.is_alive():
+        worker.process.terminate()
+        worker.process.join(JOIN_SECONDS)
+    if worker.process.is_alive():
+        worker.process.kill()
+        worker.process.join()
+    worker.conn.close()
+    if worker.done is None and worker.problem is None:
+        worker.problem = f"the process ended without a result (exit code {worker.process.exitcode})"
+    if worker.sandbox is not None and worker.done is None:
+        close_sandbox(replace(worker.job.where, sandbox=worker.sandbox))
+
+
+# -- merging ------------------------------------------------------------------------------------
+
+
+def merge(checks: list[Check], workers: list[Worker], seed: int) -> Outcome:
+    """One outcome, in the selection's order, from every worker's part."""
+    owner = {c.name: w for w in workers for c in w.part if c.run is not None}
+    results = []
+    for check in checks:
+        worker = owner.get(check.name)  # the one that made its requests, if it makes any
+        if check.observe is not None:
+            result = merge_observer(check, [w.done.results for w in workers if w.done])
+            if worker is not None and worker.done is None:
+                result.failures.append(crash_failure(check, worker, seed))
+        else:
+            assert worker is not None
+            result = worker.ended.get(check.name) or crashed(check, worker, seed)
+        if not result.judgements and not result.skipped:
+            result.skipped[NOTHING_TO_JUDGE] += 1  # never a vacuous pass
+        results.append(result)
+    requests = sum(
+        w.done.requests if w.done else sum(r.requests for r in w.ended.values()) for w in workers
+    )
+    notes = [note for w in workers if w.done for note in w.done.notes]
+    return Outcome(results, requests, list(dict.fromkeys(notes)))
+
+
+def merge_observer(check: Check, parts: list[list[CheckResult]]) -> CheckResult:
+    """An observer's result: every worker's counts summed, findings put together."""
+    merged = CheckResult(check.name, check.family, check.description)
+    for results in parts:
+        for part in results:
+            if part.name != check.name:
+                continue
+            merged.ran = merged.ran or part.ran
+            merged.requests += part.requests
+            merged.passed += part.passed
+            merged.skipped.update(part.skipped)
+            merged.failures.extend(part.failures)
+            merged.warnings.extend(part.warnings)
+    del merged.skipped[NOTHING_TO_JUDGE]  # said again below if nobody judged anything
+    return merged
+
+
+def crashed(check: Check, worker: Worker, seed: int) -> CheckResult:
+    result = CheckResult(check.name, check.family, check.description, ran=True)
+    result.failures.append(crash_failure(check, worker, seed))
+    return result
+
+
+def crash_failure(check: Check, worker: Worker, seed: int) -> Failure:
+    why = worker.problem or "it sent no result for this check"
+    return Failure(
+        check=check.name,
+        rule="crash",
+        message=f"{worker.job.label} crashed before this check ended: {why}",
+        seed=seed,
+    )
+
+
+# -- in the worker process ----------------------------------------------------------------------
+
+
+def work(job: Job, conn: Connection) -> None:
+    """A worker's life: its sandbox (mock), its checks, its results sent as they end."""
+
+    def send(kind: str, payload: Any) -> None:
+        try:
+            conn.send((kind, payload))
+        except (pickle.PicklingError, TypeError, AttributeError):  # a finding's extra
+            conn.send((kind, portable(payload)))
+
+    def forward(event: str, payload: Any) -> None:
+        if event == "check-start":
+            send("check-start", payload.name)
+        elif event == "check-end":
+            send("check-end", payload)
+
+    try:
+        checks = checks_of(job)
+        with world(job, send) as where:
+            outcome = execute(job.config, where, checks, job.seed, forward)
+        observers = [r for r, c in zip(outcome.results, checks, strict=True) if c.observe]
+        send("done", Outcome(observers, outcome.requests, outcome.notes))
+    except TargetUnreachable as exc:
+        send("unreachable", str(exc))
+    except BaseException:
+        send("error", traceback.format_exc(limit=20))
+    finally:
+        conn.close()
+
+
+@contextmanager
+def world(job: Job, send: Callable[[str, Any], None]) -> Iterator[Where]:
+    """The deployment; against the mock, a sandbox of the worker's own, ended however the block
+    ends (its id sent first, so that the parent can end it should this process die)."""
+    if not job.sandboxed:
+        yield job.where
+        return
+    with sandboxed(job.where.base_url, job.seed) as where:
+        send("sandbox", where.sandbox)
+        yield where
+
+
+def portable(payload: Any) -> Any:
+    """``payload`` with every finding's ``extra`` values as text (one would not pickle)."""
+    if isinstance(payload, Outcome):
+        return replace(payload, results=[portable(r) for r in payload.results])
+    if isinstance(payload, CheckResult):
+        failures = [
+            replace(f, extra={k: repr(v) for k, v in f.extra.items()}) for f in payload.failures
+        ]
+        return replace(payload, failures=failures)
+    return payload
+
+
+def checks_of(job: Job) -> list[Check]:
+    """The job's checks, from this process's registry; those it only observes without ``run``."""
+    known = {c.name: c for c in all_checks()}
+    missing = [n for n in job.names if n not in known]
+    if missing:
+        raise LookupError(f"no check named {', '.join(missing)} in the worker process")
+    return [known[n] if n in job.runs else replace(known[n], run=None) for n in job.names]
