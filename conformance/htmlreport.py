@@ -48,6 +48,7 @@ pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-b
 margin:.3rem 0}
 h4{margin:.9rem 0 .2rem}h5{margin:.6rem 0 .1rem}blockquote{color:#57606a;margin:.3rem 1rem}
 a.up{font-size:.8rem;font-weight:normal}
+td:first-child{white-space:nowrap}
 """
 
 _LABELS = {

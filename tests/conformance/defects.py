@@ -173,6 +173,16 @@ DEFECTS = [
            ("model-workspace",), "model-workspace"),
     Defect("job-events-out-of-order", "a job's event stream is in sequence order",
            ("model-workspace",), "model-workspace"),
+    Defect("malformed-key-answers-400", "a malformed Authorization header answers 401",
+           ("auth-malformed-key",), "auth-malformed-key"),
+    Defect("unknown-key-answers-404", "an unknown key answers 401 unauthorized",
+           ("auth-unknown-key",), "auth-unknown-key"),
+    Defect("campaign-without-updated-at", "a campaign carries its required updatedAt",
+           ("pagination-walk", "schema-responses"), "schema-responses"),
+    Defect("server-error-on-film-format", "valid input never answers 5xx",
+           ("schema-positive",), "schema-positive"),
+    Defect("created-record-unreadable", "a link's target exists",
+           ("schema-stateful",), "schema-stateful"),
 ]  # fmt: skip
 
 _STAMP = re.compile(rb'("\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)Z"')

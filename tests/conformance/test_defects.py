@@ -30,7 +30,7 @@ def test_the_mock_and_the_suite_list_the_same_defects():
 def test_each_defect_is_defined_once():
     modules = (
         overlay.wire, overlay.paging, overlay.state, overlay.webhooks, overlay.semantics,
-        overlay.workflows,
+        overlay.workflows, overlay.responses,
     )  # fmt: skip
     assert sum(len(module.DEFECTS) for module in modules) == len(overlay.REGISTRY)
 
@@ -68,3 +68,10 @@ def test_the_product_never_mentions_defects():
             if b"defect" in path.read_bytes().lower():
                 mentions.append(str(path.relative_to(ROOT)))
     assert mentions == []
+
+
+def test_every_check_is_proven_able_to_fail_by_a_defect():
+    from conformance.checks import all_checks
+
+    proven = {d.check for d in DEFECTS}
+    assert [c.name for c in all_checks() if c.name not in proven] == []

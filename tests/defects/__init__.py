@@ -42,7 +42,7 @@ from mockserver.app import MockApp
 from mockserver.app import create_app as create_mock_app
 from mockserver.seams import Seams
 from mockserver.settings import Settings
-from tests.defects import paging, semantics, state, webhooks, wire, workflows
+from tests.defects import paging, responses, semantics, state, webhooks, wire, workflows
 from tests.defects.defect import Defect
 
 __all__ = ["DEFECTS", "REGISTRY", "Defect", "create_app", "seams_for"]
@@ -54,6 +54,7 @@ REGISTRY: dict[str, Defect] = {
     **state.DEFECTS,
     **webhooks.DEFECTS,
     **semantics.DEFECTS,
+    **responses.DEFECTS,
     **workflows.DEFECTS,
 }
 
