@@ -108,9 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument("--max-requests", type=int, metavar="N", help="bound the whole run")
     how.add_argument("--seed", type=int, metavar="N", help="make generation reproducible")
     how.add_argument(
-        "--only", nargs="+", default=[], metavar="CHECK", help="checks or families to run"
+        "--only",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="CHECK",
+        help="checks or families to run (repeatable; commas also separate)",
     )
-    how.add_argument("--skip", nargs="+", default=[], metavar="CHECK", help="checks to leave out")
+    how.add_argument(
+        "--skip",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="CHECK",
+        help="checks to leave out (repeatable; commas also separate)",
+    )
     how.add_argument(
         "--shard",
         type=_shard,
@@ -185,8 +197,8 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         allow_faults=args.allow_faults,
         max_requests=args.max_requests,
         seed=args.seed,
-        only=args.only,
-        skip=args.skip,
+        only=_names(args.only),
+        skip=_names(args.skip),
         shard=args.shard,
         receiver_listen=args.receiver_listen,
         receiver_url=args.receiver_url,
@@ -264,6 +276,11 @@ def command_verify_signature(args: argparse.Namespace) -> int:
         return 1
     print("valid: the signature matches the raw body and the timestamp")
     return 0
+
+
+def _names(values: list[str]) -> list[str]:
+    """``--only a b --only c,d`` names a, b, c and d."""
+    return [name for value in values for name in value.split(",") if name]
 
 
 def command_rules(args: argparse.Namespace) -> int:

@@ -233,6 +233,10 @@ def _failure(report: Report, failure: Failure, anchor: str, show_quote: bool = T
         parts.append(f"<h5>Delivery</h5><pre>{escape(cut(delivery))}</pre>")
     if "trace" in failure.extra:
         parts.append(f"<h5>Trace</h5><pre>{escape(cut(str(failure.extra['trace'])))}</pre>")
+    if steps := failure.extra.get("steps"):
+        shrunk = "shortest sequence" if failure.extra.get("shrunk") else "sequence (not shrunk)"
+        text = "\n".join(str(step) for step in steps)
+        parts.append(f"<h5>The {shrunk}, {len(steps)} step(s)</h5><pre>{escape(cut(text))}</pre>")
     parts.append(f"<h5>Rerun the check</h5><pre>{escape(rerun_command(report, failure))}</pre>")
     parts.append("</details>")
     return "".join(parts)

@@ -85,6 +85,10 @@ def failure_text(failure: Failure, rerun: str | None = None) -> str:
         lines.append(f"  delivery: {json.dumps(failure.extra['delivery'])[:1200]}")
     if "trace" in failure.extra:
         lines.append(str(failure.extra["trace"]))
+    if steps := failure.extra.get("steps"):
+        shrunk = "shortest sequence" if failure.extra.get("shrunk") else "sequence (not shrunk)"
+        lines.append(f"  {shrunk}, {len(steps)} step(s):")
+        lines.extend(f"    {step}" for step in steps)
     if rerun:
         lines.append(f"  rerun:    {rerun}")
     if failure.seed is not None:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def quick_start_commands() -> list[str]:
@@ -24,3 +25,13 @@ def test_quick_start_is_exactly_two_commands():
 def test_ci_runs_the_readme_test_command_as_written():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert quick_start_commands()[1] in ci.splitlines()
+
+
+def test_every_check_and_family_is_explained():
+    from conformance.checks import FAMILIES, all_checks
+
+    table = README.split("#### What each check means", 1)[1].split("\n\n", 2)[1]
+    named = set(re.findall(r"`([a-z0-9-]+)`", table))
+    assert [c.name for c in all_checks() if c.name not in named] == []
+    families = README.split("`--only` and `--skip` take check names or families", 1)[1]
+    assert all(f"`{family}`" in families.split(".", 1)[0] for family in FAMILIES)

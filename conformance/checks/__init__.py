@@ -43,6 +43,7 @@ class Check:
     creates: bool = False
     needs_second_key: bool = False
     only_when_selected: bool = False
+    cost: float = 1.0  # its share of a run's time, relative (for dealing shards and workers)
 
     @property
     def flags(self) -> list[str]:
@@ -97,14 +98,22 @@ def _matches(check: Check, names: Iterable[str]) -> bool:
 
 
 def shard(checks: list[Check], index: int, count: int) -> list[Check]:
-    """Shard ``index`` (1-based) of ``count``: the checks that make requests are dealt out in
-    name order, round robin, so ``count`` shards together run each exactly once; observers
-    (checks that judge every exchange) go with every shard, so together they judge every
-    exchange of a full run. A check that both observes and makes requests observes in every
-    shard and makes its requests in the one it is dealt to (elsewhere it comes without ``run``).
-    The same for the workers of ``--workers N``: worker ``k`` runs shard ``k`` of ``N``."""
-    active = sorted((c for c in checks if c.run is not None), key=lambda c: c.name)
-    mine = {c.name for i, c in enumerate(active) if i % count == index - 1}
+    """Shard ``index`` (1-based) of ``count``: the checks that make requests are dealt out so
+    ``count`` shards together run each exactly once, with about the same cost each (the
+    costliest first, each to the shard with the least so far; ties in name order, so the deal
+    is the same every time). Observers (checks that judge every exchange) go with every shard,
+    so together they judge every exchange of a full run. A check that both observes and makes
+    requests observes in every shard and makes its requests in the one it is dealt to
+    (elsewhere it comes without ``run``). The same for the workers of ``--workers N``: worker
+    ``k`` runs shard ``k`` of ``N``."""
+    active = sorted((c for c in checks if c.run is not None), key=lambda c: (-c.cost, c.name))
+    loads = [0.0] * count
+    mine = set()
+    for c in active:
+        least = min(range(count), key=lambda k: (loads[k], k))
+        loads[least] += c.cost
+        if least == index - 1:
+            mine.add(c.name)
     return [
         c if c.name in mine or c.run is None else replace(c, run=None)
         for c in checks

@@ -57,7 +57,12 @@ def _unauthorized(ctx: Context, auth: str, what: str) -> None:
         )
 
 
-@check("auth-missing-key", FAMILY, "no Authorization header answers 401 unauthorized, everywhere")
+@check(
+    "auth-missing-key",
+    FAMILY,
+    "no Authorization header answers 401 unauthorized, everywhere",
+    cost=6,
+)
 def missing_key(ctx: Context) -> None:
     _unauthorized(ctx, "none", "a request without a key")
 

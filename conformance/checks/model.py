@@ -7,6 +7,10 @@ records are created, subscription deliveries) and holds the deployment to it; se
 again. A broken rule is shrunk to the shortest failing sequence, reported with its requests as
 curl commands and the command that runs it again. Against the bundled mock each example starts
 from the mock's reset state, and the mock's clock moves the jobs.
+
+Against a real deployment (``--allow-spend``) the model starts each example from what it reads,
+changes only records it created, deletes the webhook subscriptions it made, and assumes that
+nothing else spends the workspace's credits while it runs (else the ledger disagrees).
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ from conformance.target import BudgetExhausted
 FAMILY = "model"
 NAME = "model-workspace"
 UNSTABLE = "the deployment answered a replayed sequence differently (not shrunk)"
+MOCK_ONLY = (
+    "records that existed before the run are changed, and time, credits and prices moved, "
+    "only against the bundled mock"
+)
 
 
 @check(
@@ -45,15 +53,18 @@ UNSTABLE = "the deployment answered a replayed sequence differently (not shrunk)
     "lifecycles, cursor walks) predicts every answer of generated sequences; failures are shrunk",
     spends=True,
     creates=True,
+    cost=17,
 )
 def workspace(ctx: Context) -> None:
     facts = Facts.read(ctx)
+    if ctx.session.mock is None:
+        ctx.skip(MOCK_ONLY)
     run = RunState(ctx, plan_for(ctx.target.remaining), facts)
     try:
         run.known = read_known(ctx, facts)
     except BudgetExhausted:
         raise Skip(BUDGET_USED_UP) from None
-    machine = type("WorkspaceModel", (WorkspaceMachine,), {"run": run})
+    machine = type("Workspace", (WorkspaceMachine,), {"run": run})
     hypothesis_seed(salted(ctx.seed, NAME))(machine)
     try:
         run_state_machine_as_test(machine, settings=_settings(run))
@@ -119,10 +130,11 @@ def _record(ctx: Context, violation: ModelViolation, *, shrunk: bool = True) -> 
         "program": [str(n) for n in notes if not str(n).startswith("Failing test case")],
         "shrunk": shrunk,
     }
+    how = "shrunk to" if shrunk else "shrinking stopped early at"
     ctx.fail(
         violation.rule,
-        f"{violation.message} (after {len(violation.steps)} requests; "
-        f"{'shrunk' if shrunk else 'not shrunk'}, steps in the report)",
+        f"{violation.message} ({how} a sequence of {len(violation.steps)} steps: its curl "
+        "commands and the command that runs it again are in the report)",
         exchange=violation.exchange,
         quote=violation.quote,
         **extra,

@@ -126,6 +126,7 @@ def _has_inferred_request(ctx: Context, op: Operation) -> bool:
     "schema-positive",
     FAMILY,
     "requests generated from the contract, for every operation, answer no 5xx",
+    cost=25,
 )
 def positive(ctx: Context) -> None:
     ops = _operations(ctx)
@@ -186,6 +187,7 @@ def _documented(op: Operation) -> set[int]:
     "schema-negative",
     FAMILY,
     "requests that break a stated constraint are refused with 400 invalid_request",
+    cost=100,  # the longest check of a run, about half its time
 )
 def negative(ctx: Context) -> None:
     ops = _operations(ctx)
@@ -254,6 +256,7 @@ def _refusal_diff(exchange: Exchange, allowed: set[int], codes: Any, wrong: str 
     FAMILY,
     "sequences that follow the contract's links: no 5xx, and a link's target exists",
     creates=True,
+    cost=10,
 )
 def stateful(ctx: Context) -> None:
     schema = ctx.session.generator.positive_schema

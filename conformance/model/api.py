@@ -56,8 +56,10 @@ def _item_ops(view: ContractView, collection: str) -> dict[str, Operation]:
 
 
 def kinds(ctx: Context) -> dict[str, Kind]:
-    """The kinds of record the model creates or updates, by their list's path."""
-    view = ctx.held
+    """The kinds of record the model creates or updates, by their list's path. Where to find a
+    record (its list's items field, its read) is read from the whole contract: the profile
+    decides what is judged, not where the model looks."""
+    view = ctx.contract.full
     found: dict[str, Kind] = {}
     for list_op in view.operations.values():
         items = view.items_field(list_op)
@@ -73,15 +75,9 @@ def kinds(ctx: Context) -> dict[str, Kind]:
         update = update if update is not None and update.operation_id in UPDATES else None
         if create is None and update is None:
             continue
-        body = (
-            ctx.contract.full.flatten(update.body_schema) if update and update.body_schema else {}
-        )
+        body = view.flatten(update.body_schema) if update and update.body_schema else {}
         properties = body.get("properties", {})
-        write_only = {
-            name
-            for name, schema in properties.items()
-            if ctx.contract.full.resolve(schema).get("writeOnly")
-        }
+        write_only = {n for n, s in properties.items() if view.resolve(s).get("writeOnly")}
         found[list_op.path] = Kind(
             name=list_op.path,
             list_op=list_op,

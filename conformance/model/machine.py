@@ -1,78 +1,46 @@
-"""The state machine: Hypothesis chooses the steps, the model predicts every answer.
+"""The state machine: the steps Hypothesis chooses, each a rule of :class:`WorkspaceMachine`.
 
-Each example starts from a known state (against the bundled mock its state is reset; against a
-real deployment the model starts from what it reads) and keeps a model of the workspace: the
-credit balance and the prices quoted, the calls made with an Idempotency-Key, the records it read
-or changed, the jobs it started and the subscriptions it made. A step whose answer disagrees
-with the model raises :class:`ModelViolation`, naming the rule it broke.
+Every step drives the deployment through the public API and holds each answer to the model kept
+by :class:`conformance.model.base.WorkspaceModel`. Steps that need something (a job, a record, a
+call to replay) make it first, so that every step can judge whatever Hypothesis enables. Steps
+marked mock-only use the bundled mock's control plane (its credits, prices, clock, job outcomes
+and delivery flush).
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+from hypothesis.stateful import precondition, rule
 
 from conformance.checks.idempotency import resource_id
-from conformance.contract import Operation
-from conformance.generation import Prepared
 from conformance.model import api, requests
-from conformance.model.compare import (
-    expected_charge,
-    seen_twice,
-    sequence_problems,
-    shown,
-    update_problems,
+from conformance.model.base import (
+    WorkspaceModel,
+    delivered_event,
+    ok,
+    pick_kind,
+    pick_operation,
 )
-from conformance.model.rules import PARTIAL_UPDATE_DEFAULT, PARTIAL_UPDATE_QUOTES, TERMINAL_EVENTS
-from conformance.model.run import ModelViolation, RunState, Sent, control_curl
-from conformance.target import BudgetExhausted, Exchange
+from conformance.model.compare import seen_twice, sequence_problems
+from conformance.model.run import control_curl
+from conformance.target import BudgetExhausted
 
 ADVANCES = (0, 60, 600, 3600)  # seconds the mock's clock moves before a job is read
 CREDITS = (0, 60, 1_000_000)  # balances the mock's control plane sets
-PRICES = (0, 1, 35, 400)
+PRICES = (0, 1, 35, 400)  # prices the mock's control plane sets
 PAGE_SIZES = (1, 2, 5)
 WALK_PAGES = 4
-MOCK_ONLY = "pre-existing records are changed only against the bundled mock"
-
-
-@dataclass
-class JobModel:
-    operation: str
-    covered: bool | None  # whether its events reach subscriptions (None: not stated)
-    born: int  # the step it was started at
-    status: str | None = None
-    after: int = 0  # the last event sequence read
-
-
-@dataclass
-class SubscriptionModel:
-    born: int
-    events: set[str] = field(default_factory=set)  # every event set it ever had
-    changed: bool = False
-
-
-def _is_final() -> bool:
-    """Whether Hypothesis is replaying the shrunk failing example (the one it reports)."""
-    try:
-        from hypothesis.control import current_build_context
-
-        return bool(current_build_context().is_final)
-    except Exception:  # outside a build context
-        return False
 
 
 def step(function: Callable[..., None]) -> Callable[..., None]:
     """A rule's body; the budget running out (or down to what a replay needs) ends the run."""
 
     @functools.wraps(function)
-    def wrapper(self: WorkspaceMachine, *args: Any, **kwargs: Any) -> None:
+    def wrapper(self: WorkspaceModel, *args: Any, **kwargs: Any) -> None:
         self.run.keep_reserve()
         self.steps_run += 1
         try:
@@ -83,277 +51,9 @@ def step(function: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _ok(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
-
-
-def pick_kind(data: st.DataObject, kinds: list[api.Kind]) -> api.Kind:
-    """One of ``kinds``, drawn by name (so that the program Hypothesis shows stays short)."""
-    name = data.draw(st.sampled_from([k.name for k in kinds]), label="kind")
-    return next(k for k in kinds if k.name == name)
-
-
-def pick_operation(data: st.DataObject, ops: list[Operation]) -> Operation:
-    name = data.draw(st.sampled_from([op.operation_id for op in ops]), label="operation")
-    return next(op for op in ops if op.operation_id == name)
-
-
-class WorkspaceMachine(RuleBasedStateMachine):
-    run: ClassVar[RunState]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ctx = self.run.ctx
-        self.facts = self.run.facts
-        self.start = len(self.ctx.target.exchanges)
-        self.controls: list[tuple[int, str]] = []
-        self.steps_run = 0
-        self.moments = 0  # orders what the example made (a subscription before a job)
-        self.failed = False
-        self.balance: int | None = None
-        self.prices: dict[str, int] = {}
-        self.options: dict[str, list[str]] = {}
-        self.pending: list[Exchange] = []  # paid calls since the balance was last read
-        self.sent: list[Sent] = []
-        self.succeeded: set[str] = set()
-        self.jobs: dict[str, JobModel] = {}
-        self.records: dict[str, dict[str, dict[str, Any]]] = {}
-        self.created: dict[str, list[str]] = {}
-        self.subscriptions: dict[str, SubscriptionModel] = {}
-        self.route: str | None = None
-        self.url: str | None = None
-        self.run.begin_example(_is_final())
-        try:
-            self._open()
-        except BudgetExhausted:
-            raise self.run.out_of_budget() from None
-
-    # -- the example's life ---------------------------------------------------------------------
-
-    def _open(self) -> None:
-        control = self.run.control
-        if control is not None:
-            control.reset()
-            self.ctx.target.forget_windows()
-            self.controls.append(
-                (len(self.ctx.target.exchanges), control_curl(control, "POST", "/reset"))
-            )
-        self.read_balance(judge=False)
-
-    def tick(self) -> int:
-        self.moments += 1
-        return self.moments
-
-    def teardown(self) -> None:
-        if self.failed:
-            return
-        try:
-            if self.pending:
-                self.read_balance(judge=True)
-            if self.run.control is None:
-                self._remove_subscriptions()
-        except BudgetExhausted:
-            raise self.run.out_of_budget() from None
-
-    def _remove_subscriptions(self) -> None:
-        kind = self._kind_of(api.SUBSCRIBE)
-        remove = next(
-            (
-                op
-                for op in self.ctx.held.operations.values()
-                if kind is not None and kind.read is not None
-                and op.method == "DELETE" and op.path == kind.read.path
-            ),
-            None,
-        )  # fmt: skip
-        if remove is None:
-            return
-        for record_id in self.subscriptions:
-            name = remove.path_parameters[0].name
-            self.ctx.call(remove, path_parameters={name: record_id})
-
-    # -- judging --------------------------------------------------------------------------------
-
-    def expect(
-        self,
-        ok: bool,
-        rule: str,
-        message: str,
-        exchange: Exchange | None = None,
-        quote: str | None = None,
-    ) -> None:
-        if ok:
-            self.run.judge(rule)
-            return
-        violation = ModelViolation(rule, message, exchange)
-        if quote:
-            violation.quote = quote
-        violation.steps = self.curls()
-        self.failed = True
-        self.run.violated(violation)
-        raise violation
-
-    def curls(self) -> list[str]:
-        """This example's requests so far, control-plane calls in their place, as curl."""
-        steps: list[str] = []
-        controls = list(self.controls)
-        for index, exchange in enumerate(self.ctx.target.exchanges[self.start :], self.start):
-            while controls and controls[0][0] <= index:
-                steps.append(controls.pop(0)[1])
-            steps.append(exchange.curl())
-        return steps + [text for _, text in controls]
-
-    def control(self, method: str, path: str, body: Any = None) -> Any:
-        control = self.run.control
-        self.controls.append(
-            (len(self.ctx.target.exchanges), control_curl(control, method, path, body))
-        )
-        return control.call(method, path, body)
-
-    # -- the ledger -----------------------------------------------------------------------------
-
-    def read_balance(self, *, judge: bool) -> None:
-        exchange, catalogue = api.read_catalogue(self.ctx)
-        if catalogue is None:
-            self.run.note("GET /v1/capabilities answers no balance: the ledger is not kept")
-            self.balance = None
-            return
-        if judge and self.balance is not None:
-            used = {
-                str(line.get("capability"))
-                for ex in self.pending
-                for line in ((ex.json() or {}).get("cost") or {}).get("lines") or []
-                if isinstance(line, dict)
-            } if self.pending else set()  # fmt: skip
-            moved = {c for c in used if catalogue.prices.get(c) != self.prices.get(c)}
-            if moved:
-                self.run.note("a price moved between a call and the balance read: not judged")
-            else:
-                calls = "; ".join(f"{e.method} {e.path} → {e.status}" for e in self.pending)
-                self.expect(
-                    catalogue.balance == self.balance,
-                    "ledger",
-                    f"the balance is {catalogue.balance}; the model expects {self.balance} "
-                    f"(calls since the last read: {calls or 'none'})",
-                    exchange,
-                )
-        self.balance = catalogue.balance
-        self.prices = catalogue.prices
-        self.options = catalogue.options
-        self.pending = []
-
-    def account(self, op: Operation, exchange: Exchange) -> None:
-        """A paid call answered: its charge (or none, refused) goes into the model's ledger."""
-        self.pending.append(exchange)
-        if exchange.status >= 500 and not exchange.capability_unavailable:
-            self.balance = None  # unknown until read again
-            return
-        if not _ok(exchange):
-            return  # nothing is charged for a call that did not succeed
-        body = exchange.json()
-        cost = body.get("cost") if isinstance(body, dict) else None
-        charge, problems = expected_charge(cost, self.prices)
-        if charge is not None:
-            self.expect(not problems, "ledger", f"{op.label}: " + "; ".join(problems), exchange)
-        else:
-            self.run.note("a paid answer does not itemise its cost at catalogue prices")
-            self.balance = None
-            return
-        if self.balance is not None:
-            self.balance -= charge
-            after = cost.get("balance") if isinstance(cost, dict) else None
-            if isinstance(after, int) and not isinstance(after, bool):
-                self.expect(
-                    after == self.balance,
-                    "ledger",
-                    f"{op.label} charged {charge} at the catalogue's prices; its answer says the "
-                    f"balance is {after}, the model expects {self.balance}",
-                    exchange,
-                )
-
-    # -- calls ----------------------------------------------------------------------------------
-
-    def _kind_of(self, operation_id: str) -> api.Kind | None:
-        return next(
-            (k for k in self.facts.kinds.values()
-             if k.create is not None and k.create.operation_id == operation_id),
-            None,
-        )  # fmt: skip
-
-    def fill(self, op: Operation) -> dict[str, Any] | None:
-        """What a create needs from the run (None: it cannot be made in this run)."""
-        if op.operation_id == api.SUBSCRIBE:
-            url = self.receiver_url()
-            return None if url is None else {"url": url, "events": list(self.facts.events)}
-        if op.operation_id == api.COMMUNITY:
-            accounts = self.known("accounts")
-            return {"connectedAccountId": accounts[0]} if accounts else None
-        return {}
-
-    def receiver_url(self) -> str | None:
-        session = self.ctx.session
-        if session.mock is None and not session.receiver_url:
-            return None
-        if self.url is None:
-            self.route = f"/conformance/model/{secrets.token_hex(6)}"
-            self.url = session.receiver().route(self.route)
-        return self.url
-
-    def request_for(self, op: Operation, n: int, key: str) -> Prepared | None:
-        if op.paid:
-            return requests.paid_request(self.ctx, op, n, key, self.options)
-        fill = self.fill(op)
-        return None if fill is None else requests.create_request(self.ctx, op, n, key, fill)
-
-    def accept(self, op: Operation, prepared: Prepared, exchange: Exchange) -> None:
-        """A call with a key answered: the model learns what it made and what it cost."""
-        if op.paid:
-            self.account(op, exchange)
-        if not _ok(exchange):
-            return
-        body = exchange.json()
-        self.succeeded.add(op.operation_id)
-        self.sent.append(Sent(op, prepared, exchange, resource_id(body)))
-        pointer = self.facts.job_pointers.get(op.operation_id)
-        job_id = api.pointer(body, pointer) if pointer else None
-        if isinstance(job_id, str):
-            self.jobs[job_id] = JobModel(
-                op.operation_id, self.facts.coverage.get(op.operation_id), self.tick()
-            )
-            job = api.pointer(body, pointer[:-1]) if pointer else None
-            if isinstance(job, dict) and "status" in job:
-                self.judge_status(job_id, job.get("status"), exchange)
-        kind = self._kind_of(op.operation_id)
-        record = api.record_in(body)
-        if kind is not None and record is not None:
-            self.records.setdefault(kind.name, {})[record["id"]] = record
-            self.created.setdefault(kind.name, []).append(record["id"])
-            if op.operation_id == api.SUBSCRIBE:
-                events = record.get("events") or self.facts.events
-                self.subscriptions[record["id"]] = SubscriptionModel(
-                    self.tick(), set(events) if isinstance(events, list) else set()
-                )
-
-    def known(self, what: str) -> list[str]:
-        return list(self.run.known.get(what, []))
-
-    def creatable(self) -> list[api.Kind]:
-        return [
-            k for k in self.facts.kinds.values()
-            if k.create is not None and self.ctx.why_not_send(k.create) is None
-        ]  # fmt: skip
-
-    def create_record(self, kind: api.Kind, n: int) -> Exchange | None:
-        assert kind.create is not None
-        prepared = self.request_for(kind.create, n, self.ctx.new_key())
-        if prepared is None:
-            self.run.note(f"{kind.create.label} cannot be called in this run")
-            return None
-        exchange = self.ctx.send(prepared, kind.create)
-        self.accept(kind.create, prepared, exchange)
-        return exchange
-
-    # -- rules: creating and paying -------------------------------------------------------------
+class WorkspaceMachine(WorkspaceModel):
+    """The steps: creating, paying, replaying, refusing then retrying, balance reads, partial
+    updates, walks while creating, jobs polled, ended and their streams read, deliveries."""
 
     @rule(data=st.data())
     @step
@@ -387,14 +87,15 @@ class WorkspaceMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     @step
     def replay(self, data: st.DataObject) -> None:
-        if not self.sent:
+        if not self.replayable():
             kinds = self.creatable()
             if not kinds:
                 return
             self.create_record(pick_kind(data, kinds), 0)
-        if not self.sent:
+        calls = self.replayable()
+        if not calls:
             return
-        sent = self.sent[data.draw(st.integers(0, len(self.sent) - 1), label="call")]
+        sent = calls[data.draw(st.integers(0, len(calls) - 1), label="call")]
         if sent.op.paid and self.pending:
             self.read_balance(judge=True)
         again = self.ctx.send(sent.prepared, sent.op)
@@ -438,27 +139,21 @@ class WorkspaceMachine(RuleBasedStateMachine):
             self.run.note("no required body field to leave out")
             return
         first = self.ctx.send(refused, op)
-        if op.paid:
-            self.account(op, first)
-        if _ok(first) or first.status >= 500:
+        self.accept(op, refused, first)  # a refused call is charged nothing, in the model too
+        if ok(first) or first.status >= 500:
             self.run.note(f"a request without its required {name} was not refused with a 4xx")
-            self.balance = None if _ok(first) and op.paid else self.balance
             return
         second = self.ctx.send(prepared, op)
-        unjudged = second.status == 402 or second.capability_unavailable or second.status >= 500
-        if unjudged:
-            self.run.note("the valid retry was refused for another reason (credits, capability)")
-        else:
+        # Refused for its credits, a capability or an outage: that says nothing of the key.
+        if not (second.status == 402 or second.capability_unavailable or second.status >= 500):
             self.expect(
-                _ok(second),
+                ok(second),
                 "key-freed",
                 f"{op.label} without {name} was refused ({first.status} {first.code}); the valid "
                 f"call with the same Idempotency-Key then answered {second.status} {second.code}",
                 second,
             )
         self.accept(op, prepared, second)
-
-    # -- rules: the mock's control plane --------------------------------------------------------
 
     @precondition(lambda self: self.run.control is not None)
     @rule(data=st.data())
@@ -481,50 +176,6 @@ class WorkspaceMachine(RuleBasedStateMachine):
         self.prices[name] = price  # charges already made stay at the price they were quoted
         self.read_balance(judge=True)
 
-    # -- rules: records -------------------------------------------------------------------------
-
-    def updatable(self) -> list[api.Kind]:
-        return [
-            k for k in self.facts.kinds.values()
-            if k.update is not None and self.ctx.why_not_send(k.update) is None
-        ]  # fmt: skip
-
-    def ids_of(self, kind: api.Kind) -> list[str]:
-        mine = self.created.get(kind.name, [])
-        if self.run.control is None:
-            if not mine:
-                self.run.note(MOCK_ONLY)
-            return list(mine)
-        return self.known(kind.name) + [i for i in mine if i not in self.known(kind.name)]
-
-    def ids_of_items(self, items: str) -> list[str]:
-        """Ids of the records listed under ``items`` (``products``): read and created."""
-        ids: list[str] = []
-        for kind in self.facts.kinds.values():
-            if kind.items == items:
-                ids += self.known(kind.name) + self.created.get(kind.name, [])
-        return ids
-
-    def pool(self, kind: api.Kind) -> dict[str, list[Any]]:
-        assert kind.update is not None
-        key = kind.update.operation_id
-        if key not in self.run.pools:
-            self.run.pools[key] = requests.value_pool(self.ctx, kind.update)
-        pool = dict(self.run.pools[key])
-        if "products" in pool:
-            products = self.ids_of_items("products")
-            pool["products"] = requests.products_values(products)
-        if "connectedAccountIds" in pool:
-            pool["connectedAccountIds"] = requests.id_lists(self.known("all-accounts"))
-        if "url" in pool:
-            url = (
-                self.receiver_url()
-                if kind.create and kind.create.operation_id == api.SUBSCRIBE
-                else None
-            )
-            pool["url"] = [url] if url else []
-        return {name: values for name, values in pool.items() if values}
-
     @rule(data=st.data())
     @step
     def update(self, data: st.DataObject) -> None:
@@ -541,73 +192,6 @@ class WorkspaceMachine(RuleBasedStateMachine):
         kinds = [k for k in self.updatable() if "products" in k.writable]
         if kinds:
             self.patch(data, pick_kind(data, kinds), "products")
-
-    def patch(self, data: st.DataObject, kind: api.Kind, first: str | None = None) -> None:
-        """PATCH some writable fields of a record (``first`` among them), then read it back."""
-        assert kind.update is not None
-        ids = self.ids_of(kind)
-        if not ids:
-            return
-        record_id = data.draw(st.sampled_from(ids), label="id")
-        before = self.records.get(kind.name, {}).get(record_id)
-        if before is None:
-            _, before = api.read_record(self.ctx, kind, record_id)
-            if before is None:
-                self.run.note("a record to update could not be read")
-                return
-        pool = self.pool(kind)
-        fields = [name for name in kind.writable if name in pool and name != first]
-        most = 3 if first is None else 1
-        chosen = ([first] if first in pool else []) + data.draw(
-            st.lists(st.sampled_from(fields), min_size=1 if first is None else 0,
-                     max_size=most, unique=True),
-            label="fields",
-        )  # fmt: skip
-        body = {name: data.draw(st.sampled_from(pool[name]), label=name) for name in chosen}
-        if not body:
-            return
-        name = kind.update.path_parameters[0].name
-        exchange = self.ctx.call(kind.update, path_parameters={name: record_id}, json_body=body)
-        if not _ok(exchange):
-            self.records.get(kind.name, {}).pop(record_id, None)
-            return
-        if record_id in self.subscriptions:
-            self.subscriptions[record_id].changed = True
-        read, after = api.read_record(self.ctx, kind, record_id)
-        if after is None:
-            self.run.note("an updated record could not be read back")
-            return
-        self.judge_update(kind, before, body, read, after)
-        self.records.setdefault(kind.name, {})[record_id] = after
-        if record_id in self.subscriptions and isinstance(after.get("events"), list):
-            self.subscriptions[record_id].events |= set(after["events"])
-
-    def judge_update(
-        self,
-        kind: api.Kind,
-        before: dict[str, Any],
-        sent: dict[str, Any],
-        read: Exchange,
-        after: dict[str, Any],
-    ) -> None:
-        assert kind.update is not None
-        products = sent.get("products")
-        if products in (["none"], []) and "products" in after:
-            self.expect(
-                after["products"] == products,
-                "products-none",
-                f"products was sent as {shown(products)} and reads back as "
-                f"{shown(after['products'])}",
-                read,
-            )
-        problems = update_problems(before, sent, after, kind.writable, kind.write_only)
-        self.expect(
-            not problems,
-            "partial-update",
-            f"{kind.update.label} with {shown(sent, 300)}, read back: " + "; ".join(problems),
-            read,
-            PARTIAL_UPDATE_QUOTES.get(kind.update.operation_id, PARTIAL_UPDATE_DEFAULT),
-        )
 
     @rule(data=st.data())
     @step
@@ -642,74 +226,6 @@ class WorkspaceMachine(RuleBasedStateMachine):
             if page < WALK_PAGES - 1:
                 self.create_record(kind, page)
 
-    # -- rules: jobs ----------------------------------------------------------------------------
-
-    def judge_status(self, job_id: str, status: Any, exchange: Exchange) -> None:
-        statuses = self.facts.statuses
-        allowed = statuses.closed
-        self.expect(
-            isinstance(status, str) and (allowed is None or status in allowed),
-            "job-status",
-            f"job {job_id} has status {status!r}, outside the closed set "
-            f"{', '.join(sorted(allowed or statuses.terminal))}",
-            exchange,
-        )
-        job = self.jobs.get(job_id)
-        if job is None:
-            return
-        if job.status in statuses.terminal:
-            self.expect(
-                status == job.status,
-                "terminal-final",
-                f"job {job_id} was {job.status} (terminal) and is now {status!r}",
-                exchange,
-            )
-        job.status = status
-
-    def read_job(self, job_id: str) -> None:
-        op = self.ctx.held.operations[api.READ_JOB]
-        exchange = self.ctx.call(op, path_parameters={op.path_parameters[0].name: job_id})
-        record = api.record_in(exchange.json(), job_id)
-        if exchange.status != 200 or record is None:
-            self.run.note("a job the model started could not be read")
-            return
-        self.judge_status(job_id, record.get("status"), exchange)
-
-    def advance(self, seconds: int) -> None:
-        if seconds and self.run.control is not None:
-            self.control("POST", "/clock/advance", {"seconds": seconds})
-
-    def job_operations(self, covered: bool | None = None) -> list[Operation]:
-        return [
-            op for op in self.facts.paid
-            if op.operation_id in self.facts.job_pointers
-            and (covered is None or self.facts.coverage.get(op.operation_id) is covered)
-        ]  # fmt: skip
-
-    def start_job(self, op: Operation, n: int) -> str | None:
-        prepared = requests.paid_request(self.ctx, op, n, self.ctx.new_key(), self.options)
-        if prepared is None:
-            return None
-        exchange = self.ctx.send(prepared, op)
-        self.accept(op, prepared, exchange)
-        pointer = self.facts.job_pointers[op.operation_id]
-        job_id = api.pointer(exchange.json(), pointer) if _ok(exchange) else None
-        return job_id if isinstance(job_id, str) else None
-
-    def pick_job(self, data: st.DataObject, ops: list[Operation] | None = None) -> str | None:
-        """A job of this example, or one started now."""
-        if ops is None and self.jobs and data.draw(st.booleans(), label="existing job"):
-            return data.draw(st.sampled_from(sorted(self.jobs)), label="job")
-        ops = self.job_operations() if ops is None else ops
-        if not ops:
-            self.run.note("no paid operation that starts a job may be called")
-            return None
-        op = pick_operation(data, ops)
-        job_id = self.start_job(op, data.draw(st.integers(0, 3), label="variant"))
-        if job_id is None:
-            self.run.note("a job could not be started")
-        return job_id
-
     @rule(data=st.data())
     @step
     def poll(self, data: st.DataObject) -> None:
@@ -719,16 +235,6 @@ class WorkspaceMachine(RuleBasedStateMachine):
         if self.run.control is not None:
             self.advance(data.draw(st.sampled_from(ADVANCES), label="seconds"))
         self.read_job(job_id)
-
-    def end_job(self, job_id: str, status: str) -> bool:
-        """The mock's control plane ends a job now, in ``status`` (409 when already ended)."""
-        answer = self.control(
-            "POST", f"/jobs/{job_id}/outcome", {"status": status, "immediately": True}
-        )
-        if answer.status_code == 404:
-            self.run.note("the mock's control plane cannot decide a job's outcome")
-            return False
-        return True
 
     @precondition(lambda self: self.run.control is not None)
     @rule(data=st.data())
@@ -772,8 +278,6 @@ class WorkspaceMachine(RuleBasedStateMachine):
         numbers = [s for s in sequences if isinstance(s, int)]
         job.after = max([job.after, *numbers])
 
-    # -- rules: subscription deliveries ---------------------------------------------------------
-
     @precondition(lambda self: self.run.control is not None)
     @rule(data=st.data())
     @step
@@ -801,56 +305,8 @@ class WorkspaceMachine(RuleBasedStateMachine):
             return
         delivered: set[tuple[str, str, str]] = set()
         for delivery in self.ctx.session.receiver().received(self.route):
-            seen = _delivered(delivery.body, delivery.header("x-service-subscription-id"))
+            seen = delivered_event(delivery.body, delivery.header("x-service-subscription-id"))
             if seen is not None:
                 delivered.add(seen)
                 self._judge_delivery(*seen)
         self._judge_completeness(delivered)
-
-    def _judge_delivery(self, subscription: str, job_id: str, event: str) -> None:
-        job = self.jobs.get(job_id)
-        if job is not None and job.covered is False:
-            self.expect(
-                False,
-                "subscription-coverage",
-                f"{event} of job {job_id} (started by {job.operation}) reached subscription "
-                f"{subscription}; such jobs are not sent to webhook subscriptions",
-            )
-        model = self.subscriptions.get(subscription)
-        if model is not None:
-            self.expect(
-                event in model.events,
-                "subscription-coverage",
-                f"{event} reached subscription {subscription}, which subscribes to "
-                f"{', '.join(sorted(model.events))}",
-            )
-
-    def _judge_completeness(self, delivered: set[tuple[str, str, str]]) -> None:
-        terminal = self.facts.statuses.terminal
-        for job_id, job in sorted(self.jobs.items()):
-            if job.covered is False and job.status in terminal:
-                self.run.judge("subscription-coverage")  # finished, and nothing reached us
-            event = TERMINAL_EVENTS.get(job.status or "")
-            if not job.covered or event is None:
-                continue
-            for subscription, model in sorted(self.subscriptions.items()):
-                if model.changed or model.born >= job.born or event not in model.events:
-                    continue
-                self.expect(
-                    (subscription, job_id, event) in delivered,
-                    "subscription-coverage",
-                    f"job {job_id} (started by {job.operation}) is {job.status}; subscription "
-                    f"{subscription} subscribes to {event} and did not receive it",
-                )
-
-
-def _delivered(raw: bytes, subscription: str | None) -> tuple[str, str, str] | None:
-    """(subscription, job id, event) of a subscription delivery's body."""
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return None
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        return None
-    return subscription or "", str(data.get("jobId")), str(body.get("event"))

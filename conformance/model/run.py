@@ -18,11 +18,11 @@ from conformance.model.rules import RULES
 from conformance.runner import Context
 from conformance.target import Exchange
 
-DEFAULT_EXAMPLES = 10
-DEFAULT_STEPS = 12
+DEFAULT_EXAMPLES = 12
+DEFAULT_STEPS = 15
 REQUESTS_PER_STEP = 3  # what one step costs on average (a walk costs more, a balance read one)
-SHRINK_REPLAYS = 40  # examples shrinking may replay against the deployment
-SHRINK_SECONDS = 60.0  # and the time it may take (a safety net: the count stops it first)
+SHRINK_REPLAYS = 60  # examples shrinking may replay against the deployment
+SHRINK_SECONDS = 30.0  # and the time it may take
 
 
 class StopRun(BaseException):
@@ -75,6 +75,8 @@ class Facts:
     job_pointers: dict[str, list[str]]
     coverage: dict[str, bool | None]
 
+    retention: float | None  # how long a deployment keeps an Idempotency-Key (contract limit)
+
     @classmethod
     def read(cls, ctx: Context) -> Facts:
         paid = [op for op in api.paid_operations(ctx) if ctx.why_not_send(op) is None]
@@ -86,6 +88,7 @@ class Facts:
             events=api.subscription_events(ctx),
             job_pointers=pointers,
             coverage={op.operation_id: api.coverage(op) for op in paid},
+            retention=ctx.contract.full.limits.get("idempotencyKeyRetentionSeconds"),
         )
 
 
@@ -118,6 +121,7 @@ class Sent:
     prepared: Prepared
     exchange: Exchange
     resource: str | None
+    at: float  # the seconds the model had moved the mock's clock when it was sent
 
 
 @dataclass

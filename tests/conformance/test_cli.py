@@ -116,7 +116,9 @@ def test_shards_together_make_exactly_one_full_run(count: int):
         assert names == [c.name for c in full if c.name in names]
     dealt = [[c.name for c in part if c.run is not None] for part in parts]
     assert sorted(name for names in dealt for name in names) == sorted(active)  # exactly once
-    assert max(map(len, dealt)) - min(map(len, dealt)) <= 1
+    cost = {c.name: c.cost for c in full}
+    loads = [sum(cost[name] for name in names) for names in dealt]
+    assert max(loads) - min(loads) <= max(cost.values())  # balanced by cost, not by count
     again = validate(RunConfig(mock=True, shard=(1, count)))
     assert [c.name for c in again] == [c.name for c in parts[0]]  # deterministic
 
@@ -183,3 +185,26 @@ def test_a_bad_shard_is_a_usage_error(text: str, capsys: pytest.CaptureFixture[s
         main(["run", "--mock", "--shard", text])
     assert exit_info.value.code == 2
     assert "I/N" in capsys.readouterr().err
+
+
+def test_only_and_skip_take_repeated_options_and_commas():
+    from conformance.cli import _names, build_parser
+
+    args = build_parser().parse_args(
+        ["run", "--mock", "--only", "auth", "envelope-json,records-defaults", "--only", "schema"]
+    )
+    assert _names(args.only) == ["auth", "envelope-json", "records-defaults", "schema"]
+    args = build_parser().parse_args(["run", "--mock", "--skip", "a,b", "--skip", "c"])
+    assert _names(args.skip) == ["a", "b", "c"]
+
+
+def test_rules_prints_the_rules_a_check_judges(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_:
+        main(["rules", "--check", "idempotency-failed-call-frees-key"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "A failed call does not hold its key." in out
+    assert "judged by: idempotency-failed-call-frees-key" in out
+    with pytest.raises(SystemExit) as exit_:
+        main(["rules", "--check", "no-such-check"])
+    assert exit_.value.code == 2

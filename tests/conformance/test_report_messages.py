@@ -179,3 +179,23 @@ def test_junit_is_well_formed_whatever_the_exchange_carried(tmp_path: Path):
     assert "\\x00\\x07" in text and "sk_secret" not in text
     page = html_page(report)
     assert "\x00" not in page and "\\x00" in page
+
+
+def test_a_shrunk_sequence_is_printed_step_by_step():
+    steps = ["curl -i -X POST http://mock/_mock/reset", "curl -i http://mock/v1/capabilities"]
+    failure = Failure(
+        check="model-workspace",
+        rule="ledger",
+        message="the balance is 9990, the model says 10000",
+        seed=4,
+        extra={"steps": steps, "shrunk": True},
+    )
+    text = failure_text(failure)
+    assert "shortest sequence, 2 step(s):" in text
+    assert all(f"    {step}" in text for step in steps)
+    report = Report(base_url="http://mock", profile="full", seed=4, allow_spend=True, mock=True)
+    result = CheckResult("model-workspace", "model", "a model")
+    result.failures.append(failure)
+    report.checks.append(result)
+    page = html_page(report)
+    assert "The shortest sequence, 2 step(s)" in page and "/_mock/reset" in page
