@@ -22,6 +22,7 @@ and each ``mock_url`` run, works in a sandbox of its own (conformance/sandboxes.
 from __future__ import annotations
 
 import random
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -197,6 +198,29 @@ def _acceptable_receiver(url: str) -> bool:
     return parts.scheme == "https" or (parts.scheme == "http" and loopback)
 
 
+def rerun_options(config: RunConfig) -> list[str]:
+    """The options that aim a new run where ``config`` aimed, with the same permissions (keys
+    written as environment variables, never their values)."""
+    if config.mock:
+        options = ["--mock"]
+    elif config.mock_url:
+        options = ["--mock-url", shlex.quote(config.mock_url)]
+        options += [] if config.sandbox else ["--no-sandbox"]
+    else:
+        options = ["--base-url", shlex.quote(config.base_url or ""), "--api-key", '"$API_KEY"']
+        if config.second_key:
+            options += ["--second-key", '"$SECOND_API_KEY"']
+        if config.restricted_key:
+            options += ["--restricted-key", '"$RESTRICTED_API_KEY"']
+    flags = {"--allow-spend": config.allow_spend, "--allow-faults": config.allow_faults}
+    options += [flag for flag, on in flags.items() if on]
+    if config.long_video_url:
+        options += ["--long-video-url", shlex.quote(config.long_video_url)]
+    if config.receiver_url:
+        options += ["--receiver-url", shlex.quote(config.receiver_url)]
+    return options
+
+
 def run(config: RunConfig) -> Report:
     """Run the suite as configured; the report of what it found."""
     checks = validate(config)
@@ -211,6 +235,7 @@ def run(config: RunConfig) -> Report:
             mock=config.is_mock,
             max_requests=config.max_requests,
             started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            options=rerun_options(config),
         )
         outcome = _run_at(config, where, checks, seed)
     report.checks = outcome.results

@@ -2,9 +2,10 @@
 
 ``pytest --conformance-base-url URL --conformance-api-key KEY [...]`` (or ``--conformance-mock``)
 runs the suite once, through :func:`conformance.api.run`, and reports each check as a test:
-passed, failed (with every failure: the rule, the contract's words, the request, the response, a
-curl command and the seed) or skipped (with the reasons). Without one of those two options the
-plugin adds its options and nothing else: no test, no request.
+passed, failed (the first few failures of each rule in full: the rule, the contract's words,
+the request, the response, a curl command and the seed; the rest counted) or skipped (with the
+reasons). Without one of those two options the plugin adds its options and nothing else: no
+test, no request.
 
 Registered through the ``pytest11`` entry point, so any pytest in an environment holding the kit
 loads it, also where only the mock is installed (no ``conformance`` extra): at load it imports
@@ -110,14 +111,15 @@ class CheckItem(pytest.Item):
         return found
 
     def runtest(self) -> None:
-        result = self._report().result(self.check.name)
+        report = self._report()
+        result = report.result(self.check.name)
         if result is None or result.status == "skipped":
             reason = result.skip_summary() if result else "not run"
             pytest.skip(reason or "nothing to judge")
         if result.status == "failed":
-            from conformance.reports import failure_text
+            from conformance.reports import failures_text
 
-            raise ConformanceFailure("\n\n".join(failure_text(f) for f in result.failures))
+            raise ConformanceFailure(failures_text(report, result.failures))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ConformanceFailure):

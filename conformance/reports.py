@@ -48,14 +48,16 @@ def rerun_command(report: Report, failure: Failure) -> str:
     from conformance.checks import REGISTRY
 
     parts = ["conformance", "run"]
-    if report.mock:
+    if report.options:
+        parts += report.options
+    elif report.mock:
         parts.append("--mock")
     else:
         parts += ["--base-url", shlex.quote(report.base_url), "--api-key", '"$API_KEY"']
         check = REGISTRY.get(failure.check)
         if check is not None and check.needs_second_key:
             parts += ["--second-key", '"$SECOND_API_KEY"']
-    if report.allow_spend and not report.mock:
+    if report.allow_spend and not report.mock and not report.options:
         parts.append("--allow-spend")
     sender = failure.exchange.check if failure.exchange is not None else None
     only = [failure.check] + ([sender] if sender and sender != failure.check else [])

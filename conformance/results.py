@@ -141,6 +141,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     started: str = ""
     duration_seconds: float = 0.0  # wall time of the run, measured by conformance.api.run
+    # the run's target and permissions as `conformance run` options (keys as "$VARIABLES")
+    options: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Failure]:

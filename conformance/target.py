@@ -95,6 +95,11 @@ class Exchange:
         return body.get("code") if isinstance(body, dict) else None
 
     @property
+    def answered(self) -> str:
+        """The status and code, for messages: ``409 conflict``, ``422 (no code)``."""
+        return f"{self.status} {self.code or '(no code)'}"
+
+    @property
     def capability_unavailable(self) -> bool:
         return self.status == 503 and self.code == "capability_unavailable"
 

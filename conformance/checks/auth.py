@@ -187,7 +187,7 @@ def workspace_slug(ctx: Context) -> None:
             and exchange.code == mismatch.get("code", exchange.code),
             "mismatch-status",
             f"expected {mismatch.get('status')} {mismatch.get('code') or ''}, got "
-            f"{exchange.status} {exchange.code or '(no code)'}",
+            f"{exchange.answered}",
             exchange=exchange,
             quote=ctx.held.quote(
                 "#/components/securitySchemes/apiKey/x-workspace-slug-mismatch", quote
@@ -500,7 +500,7 @@ def credential_store_outage(ctx: Context) -> None:
                 exchange.status == 503 and exchange.code == "upstream_unavailable",
                 "upstream-unavailable",
                 f"with the credential store unreachable, {who} answered {exchange.status} "
-                f"{exchange.code}; {never}expected 503 upstream_unavailable",
+                f"{exchange.code or '(no code)'}; {never}expected 503 upstream_unavailable",
                 exchange=exchange,
                 quote=quote,
             ):

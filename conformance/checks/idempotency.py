@@ -219,8 +219,8 @@ def _replayed_failure(ctx: Context, first: Exchange, retry: Exchange, what: str)
     ctx.expect(
         200 <= retry.status < 300 and resource_id(retry.json()) is not None,
         "key-freed",
-        f"after {what} ({first.status} {first.code}), a valid call with the same key answered "
-        f"{retry.status} {retry.code}: the failed call held its key",
+        f"after {what} ({first.answered}), a valid call with the same key answered "
+        f"{retry.answered}: the failed call held its key",
         exchange=retry,
         quote=FREES_QUOTE,
     )
@@ -251,11 +251,11 @@ def _after_validation_failure(ctx: Context) -> None:
         start = balance(ctx)
         failed = ctx.send(_with_key(prepared, key, invalid), op, provoked=True)
         if failed.status != 400:
-            ctx.skip(f"a body breaking the schema answered {failed.status} {failed.code}")
+            ctx.skip(f"a body breaking the schema answered {failed.answered}")
             continue
         retry = ctx.send(_with_key(prepared, key), op)
         if not 200 <= retry.status < 300 and _cannot_repeat(ctx, op, prepared, retry):
-            ctx.skip(f"{op.label} cannot be made twice ({retry.status} {retry.code})")
+            ctx.skip(f"{op.label} cannot be made twice ({retry.answered})")
             return
         _replayed_failure(ctx, failed, retry, "a call refused by validation")
         if 200 <= retry.status < 300:
@@ -303,7 +303,7 @@ def _after_payment_required(ctx: Context) -> None:
         control.set_credits(workspace, 0)
         refused = ctx.send(_with_key(prepared, key), op, provoked=True)
         if refused.status != 402:
-            ctx.skip(f"with no credits {op.label} answered {refused.status} {refused.code}")
+            ctx.skip(f"with no credits {op.label} answered {refused.answered}")
             return
         ctx.expect(
             control.credits(workspace) == 0,

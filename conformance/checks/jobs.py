@@ -190,7 +190,7 @@ def follow(
                 ctx.fail(
                     "readable",
                     f"job {tracked.job_id}, started by {tracked.started_by.label}, read as "
-                    f"{exchange.status} {exchange.code or '(no code)'}",
+                    f"{exchange.answered}",
                     exchange=exchange,
                     quote=ctx.held.quote(_pointer(_read_path(ctx)[0])),
                 )

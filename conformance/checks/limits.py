@@ -63,7 +63,7 @@ def payment_required(ctx: Context) -> None:
         if ctx.expect(
             exchange.status == 402 and exchange.code == "insufficient_credits" in codes,
             "insufficient-credits",
-            f"with no credits {op.label} answered {exchange.status} {exchange.code or '(no code)'}",
+            f"with no credits {op.label} answered {exchange.answered}",
             exchange=exchange,
             quote=quote,
         ):
@@ -186,7 +186,7 @@ def payload_too_large(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 413 and exchange.code in codes,
             "payload-too-large",
-            f"a {limit + 1024}-byte body answered {exchange.status} {exchange.code or '(no code)'}",
+            f"a {limit + 1024}-byte body answered {exchange.answered}",
             exchange=exchange,
             quote=quote,
         )
@@ -195,7 +195,7 @@ def payload_too_large(ctx: Context) -> None:
             exchange.status in (400, 404, 413),
             "refused",
             f"a {limit + 1024}-byte body (its {field} over the stated {bound}) answered "
-            f"{exchange.status} {exchange.code or '(no code)'}",
+            f"{exchange.answered}",
             exchange=exchange,
             quote=quote,
         )

@@ -606,7 +606,7 @@ def catalog_precedence(ctx: Context) -> None:
 
 def _answered(exchange: Exchange, ids: list[str] | None, first: list[str]) -> str:
     if ids is None:
-        return f"{exchange.status} {exchange.code or '(no code)'}"
+        return f"{exchange.answered}"
     return f"items {ids[:5]}" + (" (the first page)" if ids == first else "")
 
 

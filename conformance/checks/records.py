@@ -409,7 +409,7 @@ def products_none(ctx: Context) -> None:
         if not ctx.expect(
             _success_2xx(exchange),
             "accepted",
-            f"{op.label} with {field}={_show(value)} answered {exchange.status} {exchange.code}",
+            f"{op.label} with {field}={_show(value)} answered {exchange.answered}",
             exchange=exchange,
             quote=quote,
         ):

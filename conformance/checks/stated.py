@@ -243,7 +243,7 @@ def unowned_project(ctx: Context) -> None:
         exchange.status == 404 and exchange.code in codes,
         "not-found",
         f"{op.label} with {whose} project id {foreign!r} answered {exchange.status} "
-        f"{exchange.code} (expected 404 {' or '.join(codes)})",
+        f"{exchange.code or '(no code)'} (expected 404 {' or '.join(codes)})",
         exchange=exchange,
         quote=quote,
     )
@@ -371,7 +371,7 @@ def key_revocation(ctx: Context) -> None:
             exchange.status == 401 and exchange.code in codes,
             "revoked",
             f"{delay} s after its revocation the key of {key.member} answered "
-            f"{exchange.status} {exchange.code} (expected 401 {' or '.join(codes)})",
+            f"{exchange.answered} (expected 401 {' or '.join(codes)})",
             exchange=exchange,
             quote=quote,
         )

@@ -68,8 +68,7 @@ def _probe(
     ctx.expect(
         exchange.status == 400 and exchange.code in codes,
         "refused",
-        f"{op.label} with {what} answered {exchange.status} {exchange.code or '(no code)'} "
-        "(expected 400)",
+        f"{op.label} with {what} answered {exchange.answered} (expected 400)",
         exchange=exchange,
         quote=quote,
     )
@@ -304,7 +303,7 @@ def _subscribe(ctx: Context, url: str, secret: str) -> tuple[Exchange, str | Non
     if not 200 <= exchange.status < 300:
         ctx.fail(
             "subscribe",
-            f"{op.label} answered {exchange.status} {exchange.code or '(no code)'}",
+            f"{op.label} answered {exchange.answered}",
             exchange=exchange,
         )
         raise Skip("the subscription could not be created")

@@ -195,7 +195,7 @@ def _not_charged(
         after == before,
         rule,
         f"the balance went from {before} to {after} credits on a call the rule refuses "
-        f"(it answered {exchange.status} {exchange.code})",
+        f"(it answered {exchange.answered})",
         exchange=exchange,
         quote=quote,
     )
@@ -338,7 +338,7 @@ def autopilot_paused(ctx: Context) -> None:
         ctx.expect(
             _ok(run),
             "enabled-manual-run",
-            f"a manual run of the autopilot enabled again answered {run.status} {run.code}",
+            f"a manual run of the autopilot enabled again answered {run.answered}",
             exchange=run,
             quote=ENABLED,
         )
@@ -363,7 +363,7 @@ def _judge_paused(
     ctx.expect(
         _is(run, 409, "conflict"),
         "paused-manual-run",
-        f"a manual run of a paused autopilot answered {run.status} {run.code}",
+        f"a manual run of a paused autopilot answered {run.answered}",
         exchange=run,
         quote=PAUSED,
     )
@@ -389,7 +389,7 @@ def _judge_paused(
             _is(exchange, 409, "conflict"),
             f"paused-{operation_id.removesuffix('AutopilotRun')}",
             f"{op.label} of a run {status} while its autopilot is paused answered "
-            f"{exchange.status} {exchange.code}",
+            f"{exchange.answered}",
             exchange=exchange,
             quote=PAUSED,
         )
@@ -428,7 +428,7 @@ def _judge_governance(ctx: Context, channel: str, waiting: dict[str, Any] | None
                     _is(exchange, status, code),
                     f"governance-{rule}",
                     f"with governance {change} {exchange.method} {exchange.path} answered "
-                    f"{exchange.status} {exchange.code} (expected {status} {code})",
+                    f"{exchange.answered} (expected {status} {code})",
                     exchange=exchange,
                     quote=GOVERNANCE,
                 )
@@ -489,7 +489,7 @@ def approve_generation(ctx: Context) -> None:
     edit = _generated(ctx, edit_op, {"footageUrls": short[:2]} if short else {})
     job_id = _job_id(edit)
     if not _ok(edit) or job_id is None:
-        raise Skip(f"no footage edit could be started ({edit.status} {edit.code})")
+        raise Skip(f"no footage edit could be started ({edit.answered})")
     page = _poll(
         ctx,
         lambda: _proposal(ctx, job_id),
@@ -502,7 +502,7 @@ def approve_generation(ctx: Context) -> None:
     if not ctx.expect(
         _ok(first),
         "first-approval",
-        f"the first approval (expectedGeneration omitted) answered {first.status} {first.code}",
+        f"the first approval (expectedGeneration omitted) answered {first.answered}",
         exchange=first,
         quote=FIRST_APPROVAL,
     ):
@@ -532,7 +532,7 @@ def _judge_render_not_ready(ctx: Context, job_id: str, render_id: str, generatio
     ctx.expect(
         _is(early, 400, "invalid_request"),
         "render-not-ready",
-        f"a re-cut while the current render is running answered {early.status} {early.code}",
+        f"a re-cut while the current render is running answered {early.answered}",
         exchange=early,
         quote=NOT_READY,
     )
@@ -557,7 +557,7 @@ def _judge_stale(ctx: Context, job_id: str, render_id: str, generation: Any) -> 
         _ok(recut),
         "re-cut",
         f"a re-cut with expectedGeneration {generation} (the current one, render finished) "
-        f"answered {recut.status} {recut.code}",
+        f"answered {recut.answered}",
         exchange=recut,
         quote=RECUT,
     ):
@@ -577,7 +577,7 @@ def _judge_stale(ctx: Context, job_id: str, render_id: str, generation: Any) -> 
         _is(stale, 409, "conflict") and _details(stale).get("currentGeneration") == current,
         "stale-generation",
         f"expectedGeneration {generation} (the proposal is at {current}) answered {stale.status} "
-        f"{stale.code} with details.currentGeneration "
+        f"{stale.code or '(no code)'} with details.currentGeneration "
         f"{_details(stale).get('currentGeneration')!r}",
         exchange=stale,
         quote=STALE_GENERATION,
@@ -603,7 +603,7 @@ def _judge_cancelled(ctx: Context, job_id: str, render_id: str | None, current: 
     ctx.expect(
         _is(cancelled, 400, "invalid_request"),
         "cancelled-cut",
-        f"a re-cut of a cancelled cut answered {cancelled.status} {cancelled.code}",
+        f"a re-cut of a cancelled cut answered {cancelled.answered}",
         exchange=cancelled,
         quote=NOT_READY,
     )
@@ -656,7 +656,7 @@ def remix_pricing(ctx: Context) -> None:
     ctx.expect(
         _is(refused, 400, "invalid_request"),
         "long-video-refused",
-        f"a url source longer than the limit ({long_url}) answered {refused.status} {refused.code}",
+        f"a url source longer than the limit ({long_url}) answered {refused.answered}",
         exchange=refused,
         quote=REMIX_LENGTH,
     )
@@ -685,7 +685,7 @@ def _judge_price(
     before = balance(ctx)
     exchange = _remix(ctx, op, sources, output_format)
     if not _ok(exchange):
-        ctx.skip(f"a remix of {label} was refused ({exchange.status} {exchange.code})")
+        ctx.skip(f"a remix of {label} was refused ({exchange.answered})")
         return
     after = balance(ctx)
     charged = None if before is None or after is None else before - after
@@ -738,7 +738,7 @@ def _judge_footage_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bo
         _is(capped, 409, "conflict"),
         "footage-capped",
         f"maxCredits {price - 1} under the live price {price} answered {capped.status} "
-        f"{capped.code}",
+        f"{capped.code or '(no code)'}",
         exchange=capped,
         quote=FOOTAGE_CAP,
     )
@@ -747,7 +747,7 @@ def _judge_footage_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bo
     ctx.expect(
         _ok(allowed),
         "footage-at-cap",
-        f"maxCredits equal to the live price {price} answered {allowed.status} {allowed.code}",
+        f"maxCredits equal to the live price {price} answered {allowed.answered}",
         exchange=allowed,
         quote=FOOTAGE_CAP,
     )
@@ -779,7 +779,7 @@ def _judge_agent_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool
         "agent-step-capped",
         f"a remix step of {len(urls)} url sources ({len(urls)} × {VIDEO_ANALYSIS} = "
         f"{step_price} credits) under maxCredits {step_price - 1} answered {capped.status} "
-        f"{capped.code}",
+        f"{capped.code or '(no code)'}",
         exchange=capped,
         quote=AGENT_CAP,
     )
@@ -788,8 +788,7 @@ def _judge_agent_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool
     ctx.expect(
         _ok(allowed),
         "agent-step-at-cap",
-        f"the same run with maxCredits {step_price} (the step's price) answered "
-        f"{allowed.status} {allowed.code}",
+        f"the same run with maxCredits {step_price} (the step's price) answered {allowed.answered}",
         exchange=allowed,
         quote=AGENT_CAP,
     )
@@ -854,14 +853,14 @@ def stale_word_cursor(ctx: Context) -> None:
     path = {"projectId": project_id}
     changed = _send(ctx, edit_op, edit, path=path)
     if not _ok(changed):
-        raise Skip(f"the composition could not be changed ({changed.status} {changed.code})")
+        raise Skip(f"the composition could not be changed ({changed.answered})")
     try:
         stale = _transcript_page(ctx, project_id, cursor)
         ctx.expect(
             _is(stale, 409, "conflict") and _details(stale).get("reason") == "stale_cursor",
             "stale-cursor",
             f"a wordCursor issued before the composition changed answered {stale.status} "
-            f"{stale.code} with details.reason {_details(stale).get('reason')!r}",
+            f"{stale.code or '(no code)'} with details.reason {_details(stale).get('reason')!r}",
             exchange=stale,
             quote=WORD_CURSOR,
         )
@@ -869,7 +868,7 @@ def stale_word_cursor(ctx: Context) -> None:
         ctx.expect(
             _ok(restart),
             "restart-first-page",
-            f"the first page after the change answered {restart.status} {restart.code}",
+            f"the first page after the change answered {restart.answered}",
             exchange=restart,
             quote=WORD_CURSOR,
         )
@@ -908,7 +907,7 @@ def legacy_projects_cursor(ctx: Context) -> None:
     ctx.expect(
         _is(exchange, 400, "invalid_request"),
         "legacy-cursor-refused",
-        f"a cursor issued before {since} answered {exchange.status} {exchange.code}",
+        f"a cursor issued before {since} answered {exchange.answered}",
         exchange=exchange,
         quote=LEGACY_CURSOR,
     )

@@ -199,3 +199,31 @@ def test_a_shrunk_sequence_is_printed_step_by_step():
     report.checks.append(result)
     page = html_page(report)
     assert "The shortest sequence, 2 step(s)" in page and "/_mock/reset" in page
+
+
+def test_the_rerun_command_aims_where_the_run_aimed_and_shows_no_key():
+    from conformance.api import RunConfig, rerun_options
+    from conformance.reports import rerun_command
+
+    config = RunConfig(
+        base_url="https://api.example.com",
+        api_key="sk_live_secret",
+        restricted_key="sk_live_editor",
+        second_key="sk_live_other",
+        allow_spend=True,
+        allow_faults=True,
+    )
+    report = Report(
+        base_url="https://api.example.com", profile="contract", seed=9, allow_spend=True,
+        mock=False, options=rerun_options(config),
+    )  # fmt: skip
+    failure = Failure(check="auth-forbidden-role", rule="forbidden", message="404", seed=9)
+    command = rerun_command(report, failure)
+    assert command == (
+        'conformance run --base-url https://api.example.com --api-key "$API_KEY" '
+        '--second-key "$SECOND_API_KEY" --restricted-key "$RESTRICTED_API_KEY" --allow-spend '
+        "--allow-faults --profile contract --only auth-forbidden-role --seed 9"
+    )
+    assert "sk_live" not in command
+    mock_url = rerun_options(RunConfig(mock_url="http://127.0.0.1:8000", sandbox=False))
+    assert mock_url == ["--mock-url", "http://127.0.0.1:8000", "--no-sandbox"]
