@@ -133,7 +133,7 @@ class Dispatcher:
                 response = result if isinstance(result, Response) else json_response(200, result)
             else:
                 caller = authenticate(
-                    rt.world.data,
+                    rt.world,
                     request.headers.get("authorization"),
                     rt.faults.credential_store,
                 )

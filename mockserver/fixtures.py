@@ -95,7 +95,7 @@ def build_world(
         _add_workspace(world, spec)
     for name, value in fixtures.items():
         if name not in ("capabilities", "workspaces", "clock"):
-            world.data.setdefault("fixtures", {})[name] = value
+            world.section("fixtures")[name] = value
     return world
 
 
@@ -122,12 +122,15 @@ def _add_workspace(world: World, spec: dict[str, Any]) -> None:
         if key["member"] not in members:
             raise FixtureError(f"key for unknown member {key['member']!r} in {spec['slug']}")
         digest = hash_key(key["key"])
-        world.data["keys"][digest] = {
-            "keyId": key_label(digest),
-            "workspace": workspace_id,
-            "member": key["member"],
-            "revoked": False,
-        }
+        world.add_key(
+            digest,
+            {
+                "keyId": key_label(digest),
+                "workspace": workspace_id,
+                "member": key["member"],
+                "revoked": False,
+            },
+        )
     for name, records in spec.items():
         if name in WORKSPACE_FIELDS or not isinstance(records, list):
             continue

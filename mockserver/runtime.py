@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -12,19 +13,33 @@ from mockserver.fixtures import build_world, load_fixtures
 from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
 from mockserver.platform.cursors import CursorCodec
 from mockserver.platform.delivery import DeliveryWorker
+from mockserver.platform.documents import DocKey
 from mockserver.platform.faults import Faults
 from mockserver.platform.idempotency import Idempotency
 from mockserver.platform.journal import Journal
 from mockserver.platform.ratelimit import RateLimiter
 from mockserver.platform.scheduler import Scheduler
 from mockserver.platform.secretbox import SecretBox
-from mockserver.platform.transactions import active, transaction
+from mockserver.platform.transactions import Transaction, active, transaction
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.seams import Seams
 from mockserver.settings import Settings
 from mockserver.world import World
 
 DEFAULT_START = "2026-11-20T09:00:00Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """What one transaction is about to keep (platform/documents.py names the documents)."""
+
+    world: World  # the world after the transaction
+    changed: frozenset[DocKey]  # documents created, changed or deleted
+    deleted: frozenset[DocKey]  # those of ``changed`` that are gone
+    replaced: bool  # a reset or restore replaced the whole world: every document is new
+
+
+CommitListener = Callable[[Commit], None]
 
 
 class Runtime:
@@ -61,7 +76,7 @@ class Runtime:
             self.settings.rate_limit or self.contract.rate_limit_per_minute, self.clock
         )
         self.idempotency = Idempotency(
-            lambda: self.world.data["idempotency"],
+            lambda: self.world,
             self.clock,
             int(limits["idempotencyKeyRetentionSeconds"]),
             lambda when: self.scheduler.due(when),
@@ -75,6 +90,7 @@ class Runtime:
         self.delivery = DeliveryWorker(self)  # started by the app (or sandbox) in its loop
         self.clock.on_change(lambda _now: self.delivery.wake())
         self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
+        self._commit_listeners: list[CommitListener] = []
 
     def _new_world(self) -> World:
         return build_world(self.fixtures, seed=self.settings.seed, seams=self.seams)
@@ -85,7 +101,8 @@ class Runtime:
 
         Besides the world's records (platform/transactions.py), a failure also puts back the
         world itself (a reset or restore replaces it) and the manual clock's time. Joins the
-        transaction already open in this context.
+        transaction already open in this context. The outermost one tells the
+        :meth:`on_commit` listeners what it changed.
         """
         if active() is not None:
             yield
@@ -93,13 +110,32 @@ class Runtime:
         world = self.world
         moment = self.clock.now() if isinstance(self.clock, ManualClock) else None
         try:
-            with transaction():
+            with transaction() as tx:
                 yield
+                if self._commit_listeners:
+                    self._committing(tx, world)
         except BaseException:
             self.world = world
             if moment is not None and self.clock.now() != moment:
                 self.clock.rewind(moment)
             raise
+
+    def on_commit(self, listener: CommitListener) -> Callable[[], None]:
+        """Call ``listener`` at the end of every transaction that changed the world, before
+        its changes are kept: where a store writes them. An exception it raises fails the
+        transaction (every change undone, the caller sees the error). Returns the function
+        that removes the listener."""
+        self._commit_listeners.append(listener)
+        return lambda: self._commit_listeners.remove(listener)
+
+    def _committing(self, tx: Transaction, before: World) -> None:
+        changed = tx.changed()
+        replaced = self.world is not before
+        if not changed and not replaced:
+            return
+        commit = Commit(self.world, frozenset(changed), frozenset(tx.deleted()), replaced)
+        for listener in tuple(self._commit_listeners):
+            listener(commit)
 
     def reset(self) -> None:
         """State back to the fixtures: records, credits, keys, clock (manual), limits, faults."""

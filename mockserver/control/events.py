@@ -49,7 +49,7 @@ def first_owner_key(rt: Runtime) -> str | None:
 def workspace_of(rt: Runtime, key: str | None) -> str:
     """The workspace of an API key of this world (default the fixtures' first owner key)."""
     key = key or first_owner_key(rt)
-    record = rt.world.data["keys"].get(hash_key(key)) if key else None
+    record = rt.world.key(hash_key(key)) if key else None
     if record is None or record.get("revoked"):
         raise not_found("that key (an API key of this world or sandbox)")
     return str(record["workspace"])
@@ -83,7 +83,7 @@ def choose(rt: Runtime, event: str, status: str | None) -> tuple[str, str | None
     Kinds of the fixtures that notify subscriptions of it, in their order; a kind that holds
     for approval only when the event is the hold itself.
     """
-    kinds = rt.world.data.get("fixtures", {}).get("jobs", {}).get("kinds", {})
+    kinds = rt.world.fixture("jobs", {}).get("kinds", {})
     found: list[tuple[bool, int, str, list[str | None]]] = []
     for index, (kind, settings) in enumerate(kinds.items()):
         ends = _ends(settings, event) if _notifies(settings, event) else []

@@ -92,7 +92,7 @@ def set_governance(rt: Runtime, call: Validated) -> dict[str, Any]:
 
 @control("setCapability")
 def set_capability(rt: Runtime, call: Validated) -> dict[str, Any]:
-    entry = rt.world.data["capabilities"].get(call.path["name"])
+    entry = rt.world.capability(call.path["name"])
     if entry is None:
         raise not_found(f"capability {call.path['name']!r}")
     entry.update(call.body)
@@ -101,7 +101,7 @@ def set_capability(rt: Runtime, call: Validated) -> dict[str, Any]:
 
 @control("revokeKey")
 def revoke_key(rt: Runtime, call: Validated) -> dict[str, Any]:
-    record = rt.world.data["keys"].get(hash_key(call.body["key"]))
+    record = rt.world.key(hash_key(call.body["key"]))
     if record is None:
         raise not_found("that key")
     rt.seams.revoke_key(record)
@@ -211,17 +211,18 @@ def _invalid_snapshot(problems: list[dict[str, str]]) -> ApiError:
 def set_job_outcome(rt: Runtime, call: Validated) -> dict[str, Any]:
     from mockserver.areas.jobs import engine
 
-    for workspace_id, job in engine.all_jobs(rt.world):
-        if job["id"] == call.path["jobId"]:
-            if job["status"] in engine.TERMINAL:
-                raise ApiError(
-                    "conflict",
-                    f"the job is already {job['status']}",
-                    details={"reason": "job_terminal", "status": job["status"]},
-                )
-            engine.decide(rt, workspace_id, job, call.body["status"], call.body["immediately"])
-            return {"jobId": job["id"], "outcome": call.body["status"], "status": job["status"]}
-    raise not_found(f"job {call.path['jobId']!r}")
+    found = rt.world.find("jobs", call.path["jobId"])
+    if found is None:
+        raise not_found(f"job {call.path['jobId']!r}")
+    workspace_id, job = found
+    if job["status"] in engine.TERMINAL:
+        raise ApiError(
+            "conflict",
+            f"the job is already {job['status']}",
+            details={"reason": "job_terminal", "status": job["status"]},
+        )
+    engine.decide(rt, workspace_id, job, call.body["status"], call.body["immediately"])
+    return {"jobId": job["id"], "outcome": call.body["status"], "status": job["status"]}
 
 
 @control("listDeliveries")

@@ -11,11 +11,14 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockserver.contract import Operation, default_contract
 from mockserver.platform.errors import ApiError, upstream_unavailable
 from mockserver.platform.faults import CredentialStoreOutage
+
+if TYPE_CHECKING:
+    from mockserver.world import World
 
 BEARER = re.compile(r"Bearer ([A-Za-z0-9._~+/=-]{1,512})")
 GOVERNING_ROLES = frozenset({"owner", "admin"})
@@ -72,7 +75,7 @@ def credential_store_unreachable(retry_after: int) -> ApiError:
 
 
 def authenticate(
-    world_data: dict[str, Any],
+    world: World,
     authorization: str | None,
     outage: CredentialStoreOutage | None = None,
 ) -> Caller:
@@ -89,10 +92,10 @@ def authenticate(
     if outage is not None:
         outage.fired += 1
         raise credential_store_unreachable(outage.retry_after)
-    record = world_data["keys"].get(hash_key(match.group(1)))
+    record = world.key(hash_key(match.group(1)))
     if record is None or record.get("revoked"):
         raise unauthorized("invalid API key")
-    workspace = world_data["workspaces"][record["workspace"]]
+    workspace = world.workspace(record["workspace"])
     member = workspace["members"][record["member"]]
     return Caller(
         workspace_id=workspace["id"],

@@ -39,7 +39,7 @@ Item = tuple[str, int]  # (capability name, quantity)
 
 def capability(world: World, name: str) -> dict[str, Any]:
     """A capability of the price table; one the deployment does not offer is unavailable."""
-    entry = world.data["capabilities"].get(name)
+    entry = world.capability(name)
     if entry is None:
         raise ApiError(
             "capability_unavailable",
@@ -121,7 +121,7 @@ def catalogue(world: World, workspace: dict[str, Any]) -> dict[str, Any]:
             "unit": entry["unit"],
             **({"options": entry["options"]} if "options" in entry else {}),
         }
-        for name, entry in world.data["capabilities"].items()
+        for name, entry in world.capabilities().items()
     ]
     return {"capabilities": capabilities, "balance": {"credits": workspace["credits"]}}
 

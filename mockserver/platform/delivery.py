@@ -44,7 +44,7 @@ RETRYABLE_STATUSES = frozenset({408, 429})
 
 
 def deliveries(rt: Runtime) -> dict[str, dict[str, Any]]:
-    return rt.world.section("deliveries")
+    return rt.world.deliveries()
 
 
 def _enqueue(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from mockserver.call import Call
     from mockserver.runtime import Runtime
+    from mockserver.world import World
 
 
 def fingerprint(operation_id: str, path_params: dict[str, Any], body: Any) -> str:
@@ -48,12 +49,12 @@ def find_replay(call: Call, key: str, print_: str) -> dict[str, Any] | None:
 class Idempotency:
     def __init__(
         self,
-        store: Callable[[], dict[str, Any]],
+        world: Callable[[], World],
         clock: Clock,
         retention: int,
         due: Callable[[float], None],
     ) -> None:
-        self._store = store  # the world's "idempotency" section (replaced with the world)
+        self._world = world  # the runtime's current world (reset and restore replace it)
         self._clock = clock
         self._retention = retention
         self._due = due  # tells the scheduler when a kept answer will need sweeping
@@ -75,8 +76,7 @@ class Idempotency:
 
     def lookup(self, workspace_id: str, key: str, print_: str) -> dict[str, Any] | None:
         """The kept answer to replay, None to execute; 409 for a key reused on another request."""
-        entries = self._store().get(workspace_id, {})
-        entry = entries.get(key)
+        entry = self._world().kept(workspace_id, key)
         if entry is None or entry["expiresAt"] <= self._clock.timestamp():
             return None
         if entry["fingerprint"] != print_:
@@ -89,30 +89,16 @@ class Idempotency:
     def remember(self, workspace_id: str, key: str, print_: str, status: int, body: bytes) -> None:
         """Keep a success's answer (call inside the request's transaction)."""
         expires = self._clock.timestamp() + self._retention
-        self._store().setdefault(workspace_id, {})[key] = {
-            "fingerprint": print_,
-            "status": status,
-            "body": body.decode(),
-            "expiresAt": expires,
-        }
+        self._world().keep(
+            workspace_id,
+            key,
+            {"fingerprint": print_, "status": status, "body": body.decode(), "expiresAt": expires},
+        )
         self._due(expires)
 
     def sweep(self) -> float | None:
         """Forget expired entries; answers when the next one expires (or None)."""
-        now = self._clock.timestamp()
-        upcoming: float | None = None
-        store = self._store()
-        for workspace_id in list(store):
-            entries = store[workspace_id]
-            expired = [key for key, entry in entries.items() if entry["expiresAt"] <= now]
-            for key in expired:
-                del entries[key]
-            if not entries:
-                del store[workspace_id]
-                continue
-            soonest = min(entry["expiresAt"] for entry in entries.values())
-            upcoming = soonest if upcoming is None else min(upcoming, soonest)
-        return upcoming
+        return self._world().sweep_kept(self._clock.timestamp())
 
 
 @ticker("idempotency-sweep")

@@ -11,8 +11,26 @@ transaction open in the current context (reads are the builtin ones, at full spe
   included.
 - A plain ``dict`` or ``list`` placed into the tree during a transaction (a new record, say) is
   turned into tracked containers at commit, when no handler holds it any more; outside a
-  transaction (start-up, autocommit) it is turned at once.
+  transaction (start-up, autocommit) it is turned at once. One exception: a dict placed where
+  documents are indexed (a workspace, its ``collections``, a new collection, the kept answers
+  of a workspace) is turned at once, so that what is added to it is seen: go on with the one
+  in the tree (``setdefault`` returns it), not the dict placed. What it holds is not copied.
 - :func:`plain` copies a tree back into builtin containers (snapshots, deep copies).
+
+Every change also names the *document* it changes (documents.py: a record, a workspace's own
+fields, a key, a kept answer, a counter, a section...), so that a store can write exactly
+those at commit: :meth:`Transaction.changed` and :meth:`Transaction.deleted`. For that, each
+tracked container carries a tag, set when it is adopted where it sits: the key of its
+document, or, for a container that holds documents (an index such as a collection, or a
+workspace), its :class:`~mockserver.platform.documents.Place`. A change inside a document
+costs one ``set.add``; adding a key to an index creates the document under it, removing one
+deletes the documents under it.
+
+A container belongs to one document only: one placed in another document (or under another
+key of an index) is copied when it is adopted there, never shared, just as a store would keep
+two copies. A change made through a container after it left the tree names its old document
+(already marked changed or deleted), never one it is not in: an index taken out is re-tagged
+as outside any document (a rollback puts its tag back).
 
 Transactions live in a :class:`~contextvars.ContextVar`, so concurrent asyncio tasks each
 have their own. A task that awaits in the middle of one lets other tasks run: handlers that
@@ -26,36 +44,153 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, SupportsIndex
 
+from mockserver.platform.documents import (
+    ROOT,
+    DocKey,
+    Place,
+    Tag,
+    child_tag,
+    item_tag,
+    outside,
+    own_doc,
+)
+
 _ABSENT: Any = object()
 
 
 class Transaction:
-    """The undo log of one open transaction, and the slots whose new values need adopting."""
+    """The undo log of one open transaction, the slots whose new values need adopting, and
+    the documents it changed."""
 
-    __slots__ = ("_copied", "adopt_dicts", "adopt_lists", "open", "undo")
+    __slots__ = ("_changed", "_copied", "_deleted", "adopt_dicts", "adopt_lists", "open", "undo")
 
     def __init__(self) -> None:
         self.undo: list[tuple[Any, ...]] = []
         self.adopt_dicts: list[tuple[dict[Any, Any], Any]] = []
         self.adopt_lists: list[list[Any]] = []
         self._copied: set[int] = set()  # lists (by id) whose whole content is already saved
+        self._changed: set[DocKey] = set()
+        self._deleted: set[DocKey] = set()
         self.open = True
+
+    # -- what changed ------------------------------------------------------------------------
+
+    def changed(self) -> set[DocKey]:
+        """The documents this transaction changed, created or deleted so far (documents.py).
+
+        A document is named by any change to it, even one that wrote back the value it had.
+        """
+        return set(self._changed)
+
+    def deleted(self) -> set[DocKey]:
+        """Those of :meth:`changed` that are gone now (removed, and not put back since)."""
+        return set(self._deleted)
+
+    def _present(self, doc: DocKey) -> None:
+        self._changed.add(doc)
+        self._deleted.discard(doc)
+
+    def _gone(self, doc: DocKey) -> None:
+        self._changed.add(doc)
+        self._deleted.add(doc)
 
     # -- logging -------------------------------------------------------------------------
 
-    def log_set(self, container: dict[Any, Any], key: Any) -> None:
+    def log_set(self, container: dict[Any, Any], key: Any, doc: DocKey) -> None:
+        """Before setting ``key`` of a container inside document ``doc``."""
         self.undo.append(("set", container, key, dict.get(container, key, _ABSENT)))
         self.adopt_dicts.append((container, key))
+        self._changed.add(doc)
 
-    def log_dict(self, container: dict[Any, Any]) -> None:
-        """Before a removal: keep the whole dict, so a rollback restores its order too."""
+    def set_at_place(self, container: dict[Any, Any], key: Any, value: Any, place: Place) -> None:
+        """Set ``key`` of a container that holds documents (an index, or a workspace).
+
+        A document placed is created (or replaced); the documents under a replaced index are
+        deleted. A new index is made tracked at once, so that what is added to it later is
+        logged too (a reference to the plain dict placed no longer reaches the tree).
+        """
+        old = dict.get(container, key, _ABSENT)
+        self.undo.append(("set", container, key, old))
+        child = place.child(key)
+        if type(child) is tuple:
+            if child is place.doc:
+                self._changed.add(child)  # a workspace's own field
+            else:
+                self._present(child)
+            self.adopt_dicts.append((container, key))
+        else:
+            if old is not _ABSENT:
+                self._removed(old, child)
+            value = self._adopt_place(value, child)  # type: ignore[arg-type]
+        dict.__setitem__(container, key, value)
+
+    def _adopt_place(self, value: Any, place: Place) -> Any:
+        """``value`` as a tracked container at ``place``, its documents marked present.
+
+        The documents themselves stay as they are (a handler may hold them) and are adopted
+        at commit, like any value set inside a transaction.
+        """
+        if place.doc is not None:
+            self._present(place.doc)
+        if not isinstance(value, dict):
+            return adopt(value, None, place)
+        tracked: Any = value
+        if type(value) is not TrackedDict or value._doc != place:
+            tracked = TrackedDict()
+            tracked._doc = place
+        for key, item in list(value.items()):
+            child = place.child(key)
+            if type(child) is tuple:
+                if child is not place.doc:
+                    self._present(child)
+                self.adopt_dicts.append((tracked, key))
+            else:
+                item = self._adopt_place(item, child)
+            dict.__setitem__(tracked, key, item)
+        return tracked
+
+    def log_removal(self, container: dict[Any, Any], keys: Iterable[Any]) -> None:
+        """Before removing ``keys``: keep the whole dict, so a rollback restores its order too;
+        the documents under removed keys of an index are deleted."""
         self.undo.append(("dict", container, dict(container)))
+        tag = container._doc  # type: ignore[attr-defined]
+        if type(tag) is tuple:
+            self._changed.add(tag)
+            return
+        for key in keys:
+            child = tag.child(key)
+            if child is tag.doc:
+                self._changed.add(child)
+            else:
+                self._removed(dict.__getitem__(container, key), child)
+
+    def _removed(self, value: Any, tag: Tag) -> None:
+        """A value tagged ``tag`` leaves the tree: its documents are deleted, and its indexes
+        are tagged :func:`~mockserver.platform.documents.outside`, so that a change made
+        through one later (a handler still holding it) names no document."""
+        if type(tag) is tuple:
+            self._gone(tag)
+            return
+        place: Place = tag  # type: ignore[assignment]
+        if place.doc is not None:
+            self._gone(place.doc)
+        if type(value) in _TRACKED and value._doc == place:  # not an alias of another index
+            self.undo.append(("tag", value, value._doc))
+            value._doc = outside(place.path)
+        if isinstance(value, dict):
+            for key, item in value.items():
+                child = place.child(key)
+                if child is not place.doc:
+                    self._removed(item, child)
 
     def log_list(self, container: list[Any]) -> None:
         if id(container) not in self._copied:
             self._copied.add(id(container))
             self.undo.append(("list", container, list(container)))
             self.adopt_lists.append(container)
+            doc = own_doc(container._doc)  # type: ignore[attr-defined]
+            if doc is not None:
+                self._changed.add(doc)
 
     # -- ending ----------------------------------------------------------------------------
 
@@ -70,20 +205,27 @@ class Transaction:
             elif kind == "dict":
                 dict.clear(container)
                 dict.update(container, entry[2])
+            elif kind == "tag":
+                container._doc = entry[2]
             else:
                 list.__setitem__(container, slice(None), entry[2])
         self._end()
 
     def commit(self) -> None:
+        """Adopt what was placed in the tree: plain containers, and tracked ones moved from
+        another document (copied, so that no container sits in two documents)."""
         memo: dict[int, Any] = {}
         for container, key in self.adopt_dicts:
             value = dict.get(container, key, _ABSENT)
-            if type(value) in (dict, list):
-                dict.__setitem__(container, key, adopt(value, memo))
+            if type(value) in _CONTAINERS:
+                tag = child_tag(container._doc, key)  # type: ignore[attr-defined]
+                if _misplaced(value, tag):
+                    dict.__setitem__(container, key, adopt(value, memo, tag))
         for container in self.adopt_lists:
+            tag = item_tag(container._doc)  # type: ignore[attr-defined]
             for index, value in enumerate(container):
-                if type(value) in (dict, list):
-                    list.__setitem__(container, index, adopt(value, memo))
+                if type(value) in _CONTAINERS and _misplaced(value, tag):
+                    list.__setitem__(container, index, adopt(value, memo, tag))
         self._end()
 
     def _end(self) -> None:
@@ -92,6 +234,8 @@ class Transaction:
         self.adopt_dicts.clear()
         self.adopt_lists.clear()
         self._copied.clear()
+        self._changed.clear()
+        self._deleted.clear()
 
 
 _current: ContextVar[Transaction | None] = ContextVar("mockserver_transaction", default=None)
@@ -126,29 +270,57 @@ def transaction() -> Iterator[Transaction]:
 # -- tracked containers ------------------------------------------------------------------------
 
 
-def adopt(value: Any, memo: dict[int, Any] | None = None) -> Any:
-    """``value`` with every builtin dict and list in it replaced by a tracked one.
+def _misplaced(value: Any, tag: Tag) -> bool:
+    """Whether a container needs adopting to sit where ``tag`` says: a plain one, or a tracked
+    one tagged for another place."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        return True
+    return value._doc is not tag and value._doc != tag  # type: ignore[no-any-return]
 
-    Tracked containers are kept as they are (they are already part of the tree); ``memo``
-    keeps one plain container placed in two slots one container after adoption.
+
+def adopt(value: Any, memo: dict[int, Any] | None = None, tag: Tag = ROOT) -> Any:
+    """``value`` with every builtin dict and list in it replaced by a tracked one, tagged for
+    where it sits: ``tag`` is the value's own (documents.py; the default, the root, adopts a
+    whole world).
+
+    Tracked containers already tagged so are kept as they are (they are already part of the
+    tree); one tagged for another place is copied. ``memo`` keeps one plain container placed
+    in two slots of the same document one container after adoption.
     """
     kind = type(value)
-    if kind is not dict and kind is not list:
+    if kind is TrackedDict or kind is TrackedList:
+        if value._doc is tag or value._doc == tag:
+            return value
+    elif kind is not dict and kind is not list:
         return value
     if memo is None:
         memo = {}
     found = memo.get(id(value))
-    if found is not None:
+    if found is not None and (found._doc is tag or found._doc == tag):
         return found
-    if kind is dict:
-        tracked: Any = TrackedDict()
+    tracked: Any
+    if isinstance(value, dict):
+        tracked = TrackedDict()
+        tracked._doc = tag
         memo[id(value)] = tracked
-        dict.update(tracked, ((k, adopt(v, memo)) for k, v in value.items()))
+        if type(tag) is tuple:
+            dict.update(tracked, ((k, adopt(v, memo, tag)) for k, v in value.items()))
+        else:
+            place: Place = tag  # type: ignore[assignment]
+            dict.update(tracked, ((k, adopt(v, memo, place.child(k))) for k, v in value.items()))
     else:
         tracked = TrackedList()
+        tracked._doc = tag
         memo[id(value)] = tracked
-        list.extend(tracked, (adopt(v, memo) for v in value))
+        items = item_tag(tag)
+        list.extend(tracked, (adopt(v, memo, items) for v in value))
     return tracked
+
+
+def tag_of(container: TrackedDict | TrackedList) -> Tag:
+    """The document a tracked container belongs to, or the Place of one that holds some."""
+    return container._doc
 
 
 def plain(value: Any) -> Any:
@@ -161,36 +333,41 @@ def plain(value: Any) -> Any:
 
 
 class TrackedDict(dict):  # type: ignore[type-arg]
-    """A dict whose changes are undone when the transaction they were made in fails."""
+    """A dict whose changes are undone when the transaction they were made in fails, and name
+    the documents they change. Made by :func:`adopt`, which sets its tag."""
 
-    __slots__ = ()
+    __slots__ = ("_doc",)
+    _doc: Tag
 
     def __setitem__(self, key: Any, value: Any) -> None:
         tx = active()
+        tag = self._doc
         if tx is None:
-            dict.__setitem__(self, key, adopt(value))
-            return
-        tx.log_set(self, key)
-        dict.__setitem__(self, key, value)
+            dict.__setitem__(self, key, adopt(value, None, child_tag(tag, key)))
+        elif type(tag) is tuple:
+            tx.log_set(self, key, tag)
+            dict.__setitem__(self, key, value)
+        else:
+            tx.set_at_place(self, key, value, tag)  # type: ignore[arg-type]
 
     def __delitem__(self, key: Any) -> None:
         if key in self and (tx := active()) is not None:
-            tx.log_dict(self)
+            tx.log_removal(self, (key,))
         dict.__delitem__(self, key)
 
     def pop(self, key: Any, *default: Any) -> Any:
         if key in self and (tx := active()) is not None:
-            tx.log_dict(self)
+            tx.log_removal(self, (key,))
         return dict.pop(self, key, *default)
 
     def popitem(self) -> tuple[Any, Any]:
         if self and (tx := active()) is not None:
-            tx.log_dict(self)
+            tx.log_removal(self, (next(reversed(self)),))
         return dict.popitem(self)
 
     def clear(self) -> None:
         if self and (tx := active()) is not None:
-            tx.log_dict(self)
+            tx.log_removal(self, tuple(self))
         dict.clear(self)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
@@ -217,9 +394,11 @@ class TrackedDict(dict):  # type: ignore[type-arg]
 
 
 class TrackedList(list):  # type: ignore[type-arg]
-    """A list whose changes are undone when the transaction they were made in fails."""
+    """A list whose changes are undone when the transaction they were made in fails, and name
+    the document they change. Made by :func:`adopt`, which sets its tag."""
 
-    __slots__ = ()
+    __slots__ = ("_doc",)
+    _doc: Tag
 
     def _changing(self) -> bool:
         """Save the content before a change; True when outside any transaction."""
@@ -229,20 +408,26 @@ class TrackedList(list):  # type: ignore[type-arg]
         tx.log_list(self)
         return False
 
+    def _adopt(self, value: Any) -> Any:
+        return adopt(value, None, item_tag(self._doc))
+
     def append(self, value: Any) -> None:
-        list.append(self, adopt(value) if self._changing() else value)
+        list.append(self, self._adopt(value) if self._changing() else value)
 
     def extend(self, values: Iterable[Any]) -> None:
         outside = self._changing()
-        list.extend(self, (adopt(v) for v in values) if outside else values)
+        list.extend(self, (self._adopt(v) for v in values) if outside else values)
 
     def insert(self, index: SupportsIndex, value: Any) -> None:
-        list.insert(self, index, adopt(value) if self._changing() else value)
+        list.insert(self, index, self._adopt(value) if self._changing() else value)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         outside = self._changing()
         if outside:
-            value = [adopt(v) for v in value] if isinstance(index, slice) else adopt(value)
+            if isinstance(index, slice):
+                value = [self._adopt(v) for v in value]
+            else:
+                value = self._adopt(value)
         list.__setitem__(self, index, value)
 
     def __delitem__(self, index: Any) -> None:
@@ -285,3 +470,7 @@ class TrackedList(list):  # type: ignore[type-arg]
 
     def __reduce__(self) -> Any:
         return (list, (plain(self),))
+
+
+_CONTAINERS = frozenset((dict, list, TrackedDict, TrackedList))
+_TRACKED = frozenset((TrackedDict, TrackedList))

@@ -223,7 +223,7 @@ def _openapi_rate_limited(seams: Seams) -> Seams:
         rt: Runtime, op: Operation, headers: Mapping[str, str]
     ) -> ratelimit.RateState | None:
         try:
-            caller = auth.authenticate(rt.world.data, headers.get("authorization"))
+            caller = auth.authenticate(rt.world, headers.get("authorization"))
         except ApiError:
             return None  # without a (known) key there is no one to count against
         return rt.rate.hit(rt.seams.rate_identity(caller))

@@ -15,11 +15,9 @@ from mockserver.runtime import Runtime
 def review_drafts(rt: Runtime, call: Validated) -> dict[str, Any]:
     campaign_id = call.path["campaignId"]
     body = call.body if isinstance(call.body, dict) else {}
-    for workspace_id in rt.world.workspaces:
-        campaign = rt.world.get(workspace_id, activity.COLLECTION, campaign_id)
-        if campaign is not None:
-            activity.review(
-                campaign, rt.clock.now().timestamp(), body.get("posts"), body.get("replies")
-            )
-            return {"campaignId": campaign_id, "activity": campaign["activity"]}
-    raise not_found(f"community campaign {campaign_id!r}")
+    found = rt.world.find(activity.COLLECTION, campaign_id)
+    if found is None:
+        raise not_found(f"community campaign {campaign_id!r}")
+    _, campaign = found
+    activity.review(campaign, rt.clock.now().timestamp(), body.get("posts"), body.get("replies"))
+    return {"campaignId": campaign_id, "activity": campaign["activity"]}

@@ -99,7 +99,7 @@ def page(call: Call, taxonomy: Taxonomy) -> dict[str, Any]:
     if "cursor" in query:
         horizon, last = divmod(cursors.open(query["cursor"], scope, filters).seq, POSITION_SPAN)
     else:
-        horizon, last = call.world.data["seq"], None
+        horizon, last = call.world.last_seq(), None
     items = [
         item
         for item in (assess(i, taxonomy) for i in call.world.records(call.workspace_id, VIRAL))

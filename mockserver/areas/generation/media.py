@@ -23,14 +23,14 @@ from mockserver.world import World
 
 def settings(world: World) -> dict[str, Any]:
     """The fixtures' ``generation`` section (media lengths, remix limit, footage-edit cuts)."""
-    section = world.data.get("fixtures", {}).get("generation")
+    section = world.fixture("generation")
     if not section:
         raise ValueError("the fixtures have no 'generation' section (see fixtures/generation.yaml)")
     return section
 
 
 def catalogue_lengths(world: World) -> dict[str, int]:
-    domains = world.data.get("fixtures", {}).get("catalog", {}).get("domains", {})
+    domains = world.fixture("catalog", {}).get("domains", {})
     return {
         video["url"]: int(video["durationSeconds"])
         for videos in domains.values()

@@ -82,7 +82,7 @@ def _iso(epoch: float) -> str:
 
 
 def kind_settings(world: World, kind: str) -> dict[str, Any]:
-    kinds = world.data.get("fixtures", {}).get("jobs", {}).get("kinds", {})
+    kinds = world.fixture("jobs", {}).get("kinds", {})
     if kind not in kinds:
         raise ValueError(f"the fixtures define no job kind {kind!r} (jobs.kinds)")
     return kinds[kind]
@@ -90,7 +90,7 @@ def kind_settings(world: World, kind: str) -> dict[str, Any]:
 
 def default_outcome(world: World, kind: str, job_id: str) -> str:
     """``done``, or a deterministic pick from the kind's mix in the fixtures."""
-    mix = world.data.get("fixtures", {}).get("jobs", {}).get("outcomes", {}).get(kind)
+    mix = world.fixture("jobs", {}).get("outcomes", {}).get(kind)
     if not mix:
         return "done"
     point = int(hashlib.sha256(job_id.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF

@@ -24,7 +24,7 @@ VIDEO_FIELDS = ("id", "title", "url", "durationSeconds", "themeId")
 
 
 def domains(world: World) -> dict[str, list[dict[str, Any]]]:
-    return world.data.get("fixtures", {}).get("catalog", {}).get("domains") or {}
+    return world.fixture("catalog", {}).get("domains") or {}
 
 
 def records(world: World, domain: str) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ HOOK_FIELDS = ("id", "text", "pattern", "themeId", "platform", "views")
 
 
 def pool(world: World) -> list[dict[str, Any]]:
-    return list(world.data.get("fixtures", {}).get("hooks") or [])
+    return list(world.fixture("hooks") or [])
 
 
 def window_start(now: datetime) -> datetime:

@@ -86,7 +86,7 @@ def find_listener(rt: Runtime, subscription_id: str) -> tuple[str, dict[str, Any
 
 
 def delete_listener(rt: Runtime, workspace_id: str, subscription_id: str) -> None:
-    del rt.world.collection(workspace_id, SUBSCRIPTIONS)[subscription_id]
+    rt.world.delete(workspace_id, SUBSCRIPTIONS, subscription_id)
 
 
 def update(call: Call, subscription: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -105,4 +105,4 @@ def update(call: Call, subscription: dict[str, Any], changes: dict[str, Any]) ->
 
 
 def delete(call: Call, subscription: dict[str, Any]) -> None:
-    del call.world.collection(call.workspace_id, SUBSCRIPTIONS)[subscription["id"]]
+    call.world.delete(call.workspace_id, SUBSCRIPTIONS, subscription["id"])
