@@ -50,8 +50,7 @@ def _unauthorized(ctx: Context, auth: str, what: str) -> None:
         ctx.expect(
             exchange.status == 401 and exchange.code in codes,
             "unauthorized",
-            f"{what}: expected 401 {' or '.join(codes)}, got {exchange.status} "
-            f"{exchange.code or '(no code)'}",
+            f"{what}: expected 401 {' or '.join(codes)}, got {exchange.answered}",
             exchange=exchange,
             quote=quote,
         )
@@ -129,8 +128,8 @@ def cross_workspace(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 404 and exchange.code in codes,
             "other-workspace",
-            f"{op.label} with an id of another workspace answered {exchange.status} "
-            f"{exchange.code or '(no code)'} (expected 404 not_found)",
+            f"{op.label} with an id of another workspace answered {exchange.answered}"
+            f" (expected 404 not_found)",
             exchange=exchange,
             quote=quote,
         )
@@ -499,8 +498,8 @@ def credential_store_outage(ctx: Context) -> None:
             if not ctx.expect(
                 exchange.status == 503 and exchange.code == "upstream_unavailable",
                 "upstream-unavailable",
-                f"with the credential store unreachable, {who} answered {exchange.status} "
-                f"{exchange.code or '(no code)'}; {never}expected 503 upstream_unavailable",
+                f"with the credential store unreachable, {who} answered {exchange.answered}"
+                f"; {never}expected 503 upstream_unavailable",
                 exchange=exchange,
                 quote=quote,
             ):

@@ -7,6 +7,7 @@ declares (required, or not). The balance is read from ``GET /v1/capabilities``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from conformance.checks import check
@@ -68,8 +69,7 @@ def key_required(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 400 and exchange.code in codes,
             "key-required",
-            f"{op.label} without Idempotency-Key answered {exchange.status} "
-            f"{exchange.code or '(no code)'}",
+            f"{op.label} without Idempotency-Key answered {exchange.answered}",
             exchange=exchange,
             quote=_quote(ctx, op),
         )
@@ -107,18 +107,32 @@ def replayable(ctx: Context, *, paid: bool) -> list[Operation]:
 
 
 def first_success(
-    ctx: Context, ops: list[Operation], *, attempts: int = 2
+    ctx: Context,
+    ops: list[Operation],
+    *,
+    attempts: int = 2,
+    salt: str = "success",
+    body_update: Callable[[Any], Any] | None = None,
+    accept: Callable[[Exchange], bool] | None = None,
 ) -> tuple[Operation, Any, Exchange] | None:
-    """The first operation of ``ops`` that a generated request (with a key) succeeds on."""
+    """The first operation of ``ops`` that a generated request (with a fresh key, its body
+    changed by ``body_update``) succeeds on, trying each up to ``attempts`` times. Success is
+    a 2xx, or what ``accept`` says; an operation whose request cannot be generated, or whose
+    capability is unavailable, is left for the next."""
     for op in ops:
         for attempt in range(attempts):
-            prepared = ctx.sample(op, salt=f"success-{attempt}", idempotency_key=ctx.new_key())
+            prepared = ctx.sample(
+                op,
+                salt=f"{salt}-{attempt}",
+                idempotency_key=ctx.new_key(),
+                body_update=body_update,
+            )
             if prepared is None:
                 break
             exchange = ctx.send(prepared, op)
             if ctx.unavailable(exchange):
                 break
-            if 200 <= exchange.status < 300:
+            if accept(exchange) if accept is not None else 200 <= exchange.status < 300:
                 return op, prepared, exchange
     return None
 

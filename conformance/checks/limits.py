@@ -81,8 +81,7 @@ def payment_required(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 402 and exchange.code == "budget_capped" in codes,
             "budget-capped",
-            f"with the member capped {op.label} answered {exchange.status} "
-            f"{exchange.code or '(no code)'}",
+            f"with the member capped {op.label} answered {exchange.answered}",
             exchange=exchange,
             quote=quote,
         )
@@ -91,8 +90,7 @@ def payment_required(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 402 and exchange.code == "budget_capped",
             "budget-capped-after-top-up",
-            f"budget_capped must not clear with a top-up; got {exchange.status} "
-            f"{exchange.code or '(no code)'}",
+            f"budget_capped must not clear with a top-up; got {exchange.answered}",
             exchange=exchange,
             quote=quote,
         )
@@ -148,8 +146,7 @@ def capability_unavailable(ctx: Context) -> None:
         ctx.expect(
             exchange.status == 503 and exchange.code == "capability_unavailable",
             "capability-unavailable",
-            f"{op.label} with every capability unavailable answered {exchange.status} "
-            f"{exchange.code or '(no code)'}",
+            f"{op.label} with every capability unavailable answered {exchange.answered}",
             exchange=exchange,
             quote=quote,
         )
@@ -270,18 +267,8 @@ def _accepted_values(options: dict[str, Any]) -> Callable[[Any], Any]:
 def _succeed(
     ctx: Context, op: Operation, update: Callable[[Any], Any]
 ) -> tuple[Prepared, Exchange] | None:
-    for attempt in range(2):
-        prepared = ctx.sample(
-            op, salt=f"quote-{attempt}", idempotency_key=ctx.new_key(), body_update=update
-        )
-        if prepared is None:
-            return None
-        exchange = ctx.send(prepared, op)
-        if ctx.unavailable(exchange):
-            return None
-        if 200 <= exchange.status < 300:
-            return prepared, exchange
-    return None
+    found = first_success(ctx, [op], salt="quote", body_update=update)
+    return None if found is None else (found[1], found[2])
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,7 @@ class Walk:
                 if judge:
                     ctx.fail(
                         "follow-cursor",
-                        f"page {len(self.pages)} answered {exchange.status} "
-                        f"{exchange.code or '(no code)'}"
+                        f"page {len(self.pages)} answered {exchange.answered}"
                         + (" (following nextCursor)" if cursor else ""),
                         exchange=exchange,
                         quote=_quote(ctx),
@@ -266,8 +265,7 @@ def _refused(ctx: Context, exchange: Exchange, rule: str, message: str) -> None:
     ctx.expect(
         exchange.status == 400 and exchange.code in codes,
         rule,
-        f"{message}: expected 400 {' or '.join(codes)}, got {exchange.status} "
-        f"{exchange.code or '(no code)'}",
+        f"{message}: expected 400 {' or '.join(codes)}, got {exchange.answered}",
         exchange=exchange,
         quote=ctx.held.quote("#/components/responses/BadRequest") + " " + _quote(ctx),
     )
@@ -378,8 +376,7 @@ def deprecated_params(ctx: Context) -> None:
             ctx.expect(
                 200 <= exchange.status < 300,
                 "deprecated-accepted",
-                f"deprecated {param.name}={value} answered {exchange.status} "
-                f"{exchange.code or '(no code)'}",
+                f"deprecated {param.name}={value} answered {exchange.answered}",
                 exchange=exchange,
                 quote="A deprecated field stays accepted and returned.",
             )
@@ -414,8 +411,7 @@ def _deprecated_body_fields(ctx: Context) -> None:
             ctx.expect(
                 200 <= exchange.status < 300,
                 "deprecated-accepted",
-                f"a body with deprecated {name}={value!r} answered {exchange.status} "
-                f"{exchange.code or '(no code)'}",
+                f"a body with deprecated {name}={value!r} answered {exchange.answered}",
                 exchange=exchange,
                 quote=ctx.held.quote(f"{_pointer_of(op)}", "A deprecated field stays accepted."),
             )

@@ -77,8 +77,8 @@ def rate_limit(ctx: Context) -> None:
     ctx.expect(
         over.status == 429 and over.code in codes,
         "rate-limited",
-        f"the request after x-ratelimit-remaining reached 0 answered {over.status} "
-        f"{over.code or '(no code)'} (expected 429 {' or '.join(codes)})",
+        f"the request after x-ratelimit-remaining reached 0 answered {over.answered}"
+        f" (expected 429 {' or '.join(codes)})",
         exchange=over,
         quote=quote,
     )

@@ -91,8 +91,7 @@ def server_errors(ctx: Context, exchange: Exchange) -> None:
         return
     ctx.fail(
         "no-5xx",
-        f"{exchange.method} {exchange.path} answered {exchange.status} "
-        f"{exchange.code or '(no code)'}",
+        f"{exchange.method} {exchange.path} answered {exchange.answered}",
         exchange=exchange,
         quote=ctx.held.error_description(exchange.status) or "A 5xx is a server error.",
         key=(exchange.operation_id or exchange.path, exchange.status),
@@ -158,8 +157,7 @@ def _judge_positive(ctx: Context, op: Operation, exchange: Exchange) -> None:
     if exchange.status >= 500 and exchange.code not in _RETRYABLE:
         ctx.fail(
             "no-5xx",
-            f"a valid request to {op.label} answered {exchange.status} "
-            f"{exchange.code or '(no code)'}",
+            f"a valid request to {op.label} answered {exchange.answered}",
             exchange=exchange,
             quote=ctx.held.error_description(exchange.status),
             key=(op.operation_id, exchange.status),

@@ -173,8 +173,7 @@ def community_account(ctx: Context) -> None:
     ctx.expect(
         400 <= exchange.status < 500 and exchange.code in codes,
         "refused",
-        f"a campaign on an account the workspace does not have answered {exchange.status} "
-        f"{exchange.code or '(no code)'}",
+        f"a campaign on an account the workspace does not have answered {exchange.answered}",
         exchange=exchange,
         quote=quote,
     )

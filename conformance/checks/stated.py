@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks import check
-from conformance.checks.idempotency import balance, resource_id
+from conformance.checks.idempotency import balance, first_success, resource_id
 from conformance.checks.webhooks import _callback_operations, _receiver_needed, _subscribe, drive
 from conformance.contract import Operation
 from conformance.mockprocess import FixtureKey, fixture_keys
@@ -242,8 +242,8 @@ def unowned_project(ctx: Context) -> None:
     ctx.expect(
         exchange.status == 404 and exchange.code in codes,
         "not-found",
-        f"{op.label} with {whose} project id {foreign!r} answered {exchange.status} "
-        f"{exchange.code or '(no code)'} (expected 404 {' or '.join(codes)})",
+        f"{op.label} with {whose} project id {foreign!r} answered {exchange.answered}"
+        f" (expected 404 {' or '.join(codes)})",
         exchange=exchange,
         quote=quote,
     )
@@ -390,19 +390,12 @@ def _start_job(
     op = ctx.held.operations.get(operation_id)
     if op is None or ctx.why_not_send(op):
         return None
-    for attempt in range(2):
-        prepared = ctx.sample(
-            op, salt=f"stated-{attempt}", idempotency_key=ctx.new_key(), body_update=update
-        )
-        if prepared is None:
-            return None
-        exchange = ctx.send(prepared, op)
-        if ctx.unavailable(exchange):
-            return None
-        job_id = resource_id(exchange.json())
-        if 200 <= exchange.status < 300 and job_id:
-            return op, job_id
-    return None
+
+    def started(exchange: Exchange) -> bool:
+        return 200 <= exchange.status < 300 and bool(resource_id(exchange.json()))
+
+    found = first_success(ctx, [op], salt="stated", body_update=update, accept=started)
+    return None if found is None else (op, str(resource_id(found[2].json())))
 
 
 def _terminal_statuses(ctx: Context) -> set[str]:

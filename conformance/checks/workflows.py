@@ -576,8 +576,8 @@ def _judge_stale(ctx: Context, job_id: str, render_id: str, generation: Any) -> 
     ctx.expect(
         _is(stale, 409, "conflict") and _details(stale).get("currentGeneration") == current,
         "stale-generation",
-        f"expectedGeneration {generation} (the proposal is at {current}) answered {stale.status} "
-        f"{stale.code or '(no code)'} with details.currentGeneration "
+        f"expectedGeneration {generation} (the proposal is at {current}) answered {stale.answered}"
+        f" with details.currentGeneration "
         f"{_details(stale).get('currentGeneration')!r}",
         exchange=stale,
         quote=STALE_GENERATION,
@@ -737,8 +737,7 @@ def _judge_footage_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bo
     ctx.expect(
         _is(capped, 409, "conflict"),
         "footage-capped",
-        f"maxCredits {price - 1} under the live price {price} answered {capped.status} "
-        f"{capped.code or '(no code)'}",
+        f"maxCredits {price - 1} under the live price {price} answered {capped.answered}",
         exchange=capped,
         quote=FOOTAGE_CAP,
     )
@@ -778,8 +777,7 @@ def _judge_agent_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool
         _is(capped, 409, "conflict"),
         "agent-step-capped",
         f"a remix step of {len(urls)} url sources ({len(urls)} × {VIDEO_ANALYSIS} = "
-        f"{step_price} credits) under maxCredits {step_price - 1} answered {capped.status} "
-        f"{capped.code or '(no code)'}",
+        f"{step_price} credits) under maxCredits {step_price - 1} answered {capped.answered}",
         exchange=capped,
         quote=AGENT_CAP,
     )
@@ -859,8 +857,8 @@ def stale_word_cursor(ctx: Context) -> None:
         ctx.expect(
             _is(stale, 409, "conflict") and _details(stale).get("reason") == "stale_cursor",
             "stale-cursor",
-            f"a wordCursor issued before the composition changed answered {stale.status} "
-            f"{stale.code or '(no code)'} with details.reason {_details(stale).get('reason')!r}",
+            f"a wordCursor issued before the composition changed answered {stale.answered}"
+            f" with details.reason {_details(stale).get('reason')!r}",
             exchange=stale,
             quote=WORD_CURSOR,
         )
