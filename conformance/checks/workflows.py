@@ -16,6 +16,7 @@ prices are read from the same live catalogue.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks import check
@@ -731,24 +732,17 @@ def _judge_footage_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bo
     seconds = 2
     per_second = catalogue[FOOTAGE].get("unit") == "second"
     price = unit_price * (seconds if per_second else 1)
-    values = {"durationSeconds": seconds, "maxCredits": price - 1}
-    before = balance(ctx)
-    capped = _generated(ctx, op, values)
-    ctx.expect(
-        _is(capped, 409, "conflict"),
-        "footage-capped",
-        f"maxCredits {price - 1} under the live price {price} answered {capped.answered}",
-        exchange=capped,
-        quote=FOOTAGE_CAP,
-    )
-    _not_charged(ctx, before, capped, "footage-capped-not-charged", FOOTAGE_CAP)
-    allowed = _generated(ctx, op, {**values, "maxCredits": price})
-    ctx.expect(
-        _ok(allowed),
-        "footage-at-cap",
-        f"maxCredits equal to the live price {price} answered {allowed.answered}",
-        exchange=allowed,
-        quote=FOOTAGE_CAP,
+    _judge_cap(
+        ctx,
+        op,
+        {"durationSeconds": seconds},
+        price,
+        Cap(
+            ("footage-capped", "footage-capped-not-charged", "footage-at-cap"),
+            f"maxCredits {price - 1} under the live price {price}",
+            f"maxCredits equal to the live price {price}",
+            FOOTAGE_CAP,
+        ),
     )
     return True
 
@@ -770,27 +764,55 @@ def _judge_agent_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool
     urls = short[:3]
     step_price = analysis * len(urls)
     step = {"operation": remix.operation_id, "arguments": {"sources": [{"url": u} for u in urls]}}
-    values = {"steps": [step], "maxCredits": step_price - 1}
-    before = balance(ctx)
-    capped = _generated(ctx, op, values)
-    ctx.expect(
-        _is(capped, 409, "conflict"),
-        "agent-step-capped",
-        f"a remix step of {len(urls)} url sources ({len(urls)} × {VIDEO_ANALYSIS} = "
-        f"{step_price} credits) under maxCredits {step_price - 1} answered {capped.answered}",
-        exchange=capped,
-        quote=AGENT_CAP,
-    )
-    _not_charged(ctx, before, capped, "agent-capped-not-charged", AGENT_CAP)
-    allowed = _generated(ctx, op, {**values, "maxCredits": step_price})
-    ctx.expect(
-        _ok(allowed),
-        "agent-step-at-cap",
-        f"the same run with maxCredits {step_price} (the step's price) answered {allowed.answered}",
-        exchange=allowed,
-        quote=AGENT_CAP,
+    _judge_cap(
+        ctx,
+        op,
+        {"steps": [step]},
+        step_price,
+        Cap(
+            ("agent-step-capped", "agent-capped-not-charged", "agent-step-at-cap"),
+            f"a remix step of {len(urls)} url sources ({len(urls)} × {VIDEO_ANALYSIS} = "
+            f"{step_price} credits) under maxCredits {step_price - 1}",
+            f"the same run with maxCredits {step_price} (the step's price)",
+            AGENT_CAP,
+        ),
     )
     return True
+
+
+@dataclass(frozen=True)
+class Cap:
+    """How one `maxCredits` rule is reported: its three rule names (capped, not charged,
+    accepted at the cap), what was sent under and at the cap, and the contract's words."""
+
+    rules: tuple[str, str, str]
+    under: str
+    at: str
+    quote: str
+
+
+def _judge_cap(ctx: Context, op: Operation, values: dict[str, Any], price: int, cap: Cap) -> None:
+    """``maxCredits`` one under ``price`` answers 409 conflict and is not charged; equal to
+    it, the call is accepted."""
+    capped_rule, not_charged_rule, at_cap_rule = cap.rules
+    before = balance(ctx)
+    capped = _generated(ctx, op, {**values, "maxCredits": price - 1})
+    ctx.expect(
+        _is(capped, 409, "conflict"),
+        capped_rule,
+        f"{cap.under} answered {capped.answered}",
+        exchange=capped,
+        quote=cap.quote,
+    )
+    _not_charged(ctx, before, capped, not_charged_rule, cap.quote)
+    allowed = _generated(ctx, op, {**values, "maxCredits": price})
+    ctx.expect(
+        _ok(allowed),
+        at_cap_rule,
+        f"{cap.at} answered {allowed.answered}",
+        exchange=allowed,
+        quote=cap.quote,
+    )
 
 
 # -- word cursors ------------------------------------------------------------------------------
