@@ -13,15 +13,6 @@ from tests.defects.defect import Defect
 from tests.defects.wire import Message, rewriting_responses
 
 
-def _rewrite_json(m: Message, change: Any) -> None:
-    try:
-        value = json.loads(m.body)
-    except ValueError:
-        return
-    change(value)
-    m.body = json.dumps(value, separators=(",", ":")).encode()
-
-
 def _walk(node: Any) -> Any:
     """Every object within ``node``."""
     if isinstance(node, dict):
@@ -42,7 +33,7 @@ def _default_not_applied(op: Operation | None, m: Message) -> None:
                 if node.get("maxVideosPerDay") == 3:
                     node["maxVideosPerDay"] = 5
 
-        _rewrite_json(m, change)
+        m.rewrite(change)
 
 
 def _unconnected_account_accepted(op: Operation | None, m: Message) -> None:
@@ -63,7 +54,7 @@ def _classification_drifts(op: Operation | None, m: Message) -> None:
             if isinstance(result, dict) and isinstance(result.get("confidence"), float):
                 result["confidence"] = round(result["confidence"] + drift, 3)
 
-        _rewrite_json(m, change)
+        m.rewrite(change)
 
 
 def _deprecations_unmarked(op: Operation | None, m: Message) -> None:
@@ -73,7 +64,7 @@ def _deprecations_unmarked(op: Operation | None, m: Message) -> None:
             for node in _walk(value):
                 node.pop("deprecated", None)
 
-        _rewrite_json(m, change)
+        m.rewrite(change)
 
 
 DEFECTS: dict[str, Defect] = {

@@ -39,26 +39,36 @@ class Message:
     headers: dict[str, str]
     body: bytes
 
-    def edit(self, **changes: Any) -> None:
-        """Change (or, with None, remove) top-level fields of a JSON object body."""
+    def json(self) -> Any:
+        """The body decoded, or None when it is not JSON."""
         try:
-            value = json.loads(self.body)
-        except ValueError:
-            return
-        if not isinstance(value, dict):
-            return
-        for key, new in changes.items():
-            if new is None:
-                value.pop(key, None)
-            else:
-                value[key] = new
-        self.body = json.dumps(value, separators=(",", ":")).encode()
-
-    def code(self) -> str | None:
-        try:
-            value = json.loads(self.body)
+            return json.loads(self.body)
         except ValueError:
             return None
+
+    def rewrite(self, change: Callable[[Any], object]) -> None:
+        """Let ``change`` change the decoded body in place, and encode it again (a body that is
+        not JSON is left alone)."""
+        value = self.json()
+        if value is not None:
+            change(value)
+            self.body = json.dumps(value, separators=(",", ":")).encode()
+
+    def edit(self, **changes: Any) -> None:
+        """Change (or, with None, remove) top-level fields of a JSON object body."""
+
+        def apply(value: Any) -> None:
+            for key, new in changes.items():
+                if new is None:
+                    value.pop(key, None)
+                else:
+                    value[key] = new
+
+        if isinstance(self.json(), dict):
+            self.rewrite(apply)
+
+    def code(self) -> str | None:
+        value = self.json()
         return value.get("code") if isinstance(value, dict) else None
 
 
@@ -243,15 +253,8 @@ def _jobs_in(value: Any) -> list[dict[str, Any]]:
 
 
 def _rewrite_jobs(m: Message, change: Callable[[dict[str, Any]], None]) -> None:
-    try:
-        value = json.loads(m.body)
-    except ValueError:
-        return
-    jobs = _jobs_in(value)
-    for job in jobs:
-        change(job)
-    if jobs:
-        m.body = json.dumps(value, separators=(",", ":")).encode()
+    if _jobs_in(m.json()):  # a body without jobs keeps its bytes
+        m.rewrite(lambda value: [change(job) for job in _jobs_in(value)])
 
 
 def _deprecated_field_dropped(op: Operation | None, m: Message) -> None:
@@ -283,10 +286,12 @@ def _job_leaves_terminal(seams: Seams) -> Seams:
 def _charge_differs_from_quote(op: Operation | None, m: Message) -> None:
     if op is None or op.operation_id != "getCapabilities" or m.status != 200:
         return
-    value = json.loads(m.body)
-    for capability in value.get("capabilities", []):
-        capability["price"] = capability["price"] * 9 // 10  # quoted below what is charged
-    m.body = json.dumps(value, separators=(",", ":")).encode()
+
+    def lower(value: Any) -> None:
+        for capability in value.get("capabilities", []):
+            capability["price"] = capability["price"] * 9 // 10  # quoted below what is charged
+
+    m.rewrite(lower)
 
 
 def _products_none_as_empty(
@@ -341,10 +346,9 @@ def _job_status_outside_set(op: Operation | None, m: Message) -> None:
 def _job_events_out_of_order(op: Operation | None, m: Message) -> None:
     if op is None or op.operation_id != "listJobEvents" or m.status != 200:
         return
-    value = json.loads(m.body)
-    if isinstance(value.get("events"), list):
-        value["events"].reverse()  # newest first: the stream is no longer in sequence order
-        m.body = json.dumps(value, separators=(",", ":")).encode()
+    if isinstance(m.json().get("events"), list):
+        # newest first: the stream is no longer in sequence order
+        m.rewrite(lambda value: value["events"].reverse())
 
 
 # -- roles, the credential store, Retry-After and failed calls' keys --------------------------
