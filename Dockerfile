@@ -1,4 +1,5 @@
-# The mock server only: the kit installed without extras (no conformance suite, no test tools).
+# The mock server only: the kit with its PostgreSQL driver (the `postgresql` extra; no
+# conformance suite, no test tools).
 #
 #   docker build -t cgcas-kit-mock .
 #   docker run --rm -p 8080:8080 cgcas-kit-mock
@@ -20,7 +21,7 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --disable-pip-version-check /wheels/*.whl \
+RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/*.whl)[postgresql]" \
     && rm -rf /wheels \
     && useradd --create-home --uid 10001 --shell /usr/sbin/nologin mock
 USER mock

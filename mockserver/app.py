@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from starlette.types import Receive, Scope, Send
 
@@ -14,8 +15,10 @@ from mockserver.runtime import Runtime
 from mockserver.sandboxes import SandboxManager
 from mockserver.seams import Seams
 from mockserver.settings import Settings
+from mockserver.store import StoreError, open_store
 
 CONTROL_PREFIX = "/_mock/"
+log = logging.getLogger("mockserver")
 
 
 class MockApp:
@@ -29,10 +32,18 @@ class MockApp:
     def __init__(self, settings: Settings | None = None, *, seams: Seams | None = None) -> None:
         areas.load()
         self.settings = settings or Settings()
-        self.runtime = Runtime(self.settings, seams=seams)
+        self.store = open_store(self.settings.store, self.settings.state)
+        self.runtime = Runtime(
+            self.settings,
+            seams=seams,
+            store=self.store.world("default") if self.store is not None else None,
+        )
         self.seams = self.runtime.seams
         self.sandboxes = SandboxManager(
-            self.runtime, ttl=self.settings.sandbox_ttl, limit=self.settings.max_sandboxes
+            self.runtime,
+            ttl=self.settings.sandbox_ttl,
+            limit=self.settings.max_sandboxes,
+            store=self.store,
         )
         self.runtime.sandboxes = self.sandboxes
         self.dispatcher = Dispatcher(self.runtime.contract, bind(self.runtime.contract))
@@ -50,18 +61,18 @@ class MockApp:
         if scope["type"] != "http":
             return
         self.start_background()  # also when served without a lifespan (an ASGI test transport)
-        self.sandboxes.expire()
+        await self.sandboxes.expire()
         if self.control is not None and scope["path"].startswith(CONTROL_PREFIX):
             await self.control(scope, receive, send)
         else:
-            await self.dispatcher(scope, receive, send, self.runtime_for(scope))
+            await self.dispatcher(scope, receive, send, await self.runtime_for(scope))
 
-    def runtime_for(self, scope: Scope) -> Runtime:
+    async def runtime_for(self, scope: Scope) -> Runtime:
         """The sandbox's runtime when the request's key names a live sandbox, else the default."""
         for name, value in scope["headers"]:
             if name == b"authorization":
                 token = value.decode("latin-1").removeprefix("Bearer ").strip()
-                return self.sandboxes.runtime_for_token(token) or self.runtime
+                return await self.sandboxes.runtime_for_token(token) or self.runtime
         return self.runtime
 
     def start_background(self) -> None:
@@ -77,8 +88,17 @@ class MockApp:
         while True:
             for runtime in (self.runtime, *self.sandboxes.runtimes()):
                 if runtime.clock.mode == "real":
-                    runtime.scheduler.tick()
+                    try:
+                        async with runtime.session():
+                            runtime.scheduler.tick()
+                    except StoreError as error:  # the store is down: try again next beat
+                        log.warning("scheduler heartbeat: %s", error)
             await asyncio.sleep(1.0)
+
+    def close(self) -> None:
+        """Let go of the store (its connection or file)."""
+        if self.store is not None:
+            self.store.close()
 
     async def stop_background(self) -> None:
         await self.sandboxes.close()

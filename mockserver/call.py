@@ -11,7 +11,7 @@ from mockserver.contract import Operation
 from mockserver.platform.auth import Caller
 from mockserver.platform.cursors import Position, read_page
 from mockserver.platform.envelope import iso_z, public
-from mockserver.world import World
+from mockserver.world import Query, World
 
 if TYPE_CHECKING:
     from mockserver.runtime import Runtime
@@ -52,10 +52,20 @@ class Call:
     def new_id(self, prefix: str) -> str:
         return self.world.ids.new(prefix)
 
+    def records(
+        self,
+        name: str,
+        equal: dict[str, Any] | None = None,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> Query:
+        """The caller's workspace's records of a collection, as a list pages them
+        (:class:`~mockserver.world.Query`)."""
+        return Query(self.world, self.workspace_id, name, equal, where)
+
     def page(
         self,
         items: str,
-        records: Iterable[dict[str, Any]],
+        records: Query | Iterable[dict[str, Any]],
         *,
         visible: Callable[[dict[str, Any]], bool] | None = None,
         view: Callable[[dict[str, Any]], dict[str, Any]] = public,
@@ -69,6 +79,10 @@ class Call:
         ``limit`` (defaults included), and is checked here; ``check`` may refuse a position.
         ``visible`` filters after reading (a page may then be empty while more follow);
         ``after_seq`` overrides the position (deprecated offset-style parameters).
+
+        ``records`` is a :class:`~mockserver.world.Query` (a collection, read from the position
+        on: a deep page costs what the first costs), or any records in ``_seq`` order (read
+        from their start: for the few lists that are not a collection).
         """
         filters = {k: v for k, v in self.query.items() if k not in ("cursor", "limit")}
         filters.update({f"path:{k}": v for k, v in self.path.items()})
@@ -81,6 +95,8 @@ class Call:
                 if check is not None:
                     check(position)
                 after_seq = position.seq
+        if isinstance(records, Query):
+            records = records.after(after_seq)
         page = read_page(records, after_seq=after_seq, limit=self.query["limit"], visible=visible)
         next_cursor, has_more = self.runtime.seams.next_page(
             page, lambda seq: cursors.issue(scope, filters, seq)

@@ -7,7 +7,9 @@ first argument is an option or there is none. Other commands are registered in :
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
+import json
 import os
 import signal
 import socket
@@ -23,6 +25,7 @@ from mockserver.platform.envelope import iso_z
 from mockserver.registry import StartupError
 from mockserver.resources import default_fixtures_path
 from mockserver.settings import Settings
+from mockserver.store import StoreError
 
 if TYPE_CHECKING:
     from mockserver.app import MockApp
@@ -115,6 +118,28 @@ def build_serve_parser(prog: str = "mockserver") -> argparse.ArgumentParser:
         help="at most N sandboxes live at once (default %(default)s)",
     )
     parser.add_argument(
+        "--state",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="keep the state in this SQLite file: it survives restarts (default: in memory)",
+    )
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("MOCKSERVER_STORE"),
+        metavar="URL",
+        help="keep the state in the store URL names: memory, sqlite:///PATH, or "
+        "postgresql://... (shared by every worker and replica; default: $MOCKSERVER_STORE, "
+        "else memory)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive(int),
+        default=1,
+        metavar="N",
+        help="serve with N worker processes (needs --store postgresql://...; default 1)",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=("critical", "error", "warning", "info", "debug")
     )
     return parser  # fmt: skip
@@ -168,6 +193,8 @@ def settings_from(args: argparse.Namespace, port: int) -> Settings:
         log_level=args.log_level,
         sandbox_ttl=args.sandbox_ttl,
         max_sandboxes=args.max_sandboxes,
+        state=args.state,
+        store=args.store,
     )
 
 
@@ -179,6 +206,7 @@ def banner(app: MockApp) -> str:
     if settings.control_plane:
         lines.append(f"  control plane: {base}/_mock/  (described at {base}/_mock/openapi.json)")
     lines.append(f"  clock:         {settings.clock}, now {iso_z(app.runtime.clock.now())}")
+    lines.append(f"  state:         {store_line(settings)}")
     lines.append("  fixture keys:")
     for workspace in load_fixtures(settings.fixtures)["workspaces"]:
         members = workspace["members"]
@@ -187,6 +215,30 @@ def banner(app: MockApp) -> str:
             who = f"{workspace['slug']} / {key['member']} ({role})"
             lines.append(f"    {key['key']:<28} {who}")
     return "\n".join(lines)
+
+
+def store_line(settings: Settings) -> str:
+    if settings.state is not None:
+        return f"{settings.state} (SQLite; survives restarts)"
+    if settings.store not in (None, "memory"):
+        from mockserver.store.postgres import redacted
+
+        return redacted(str(settings.store))
+    return "in memory (gone when the process ends; --state PATH keeps it)"
+
+
+WORKER_SETTINGS = "MOCKSERVER_WORKER_SETTINGS"
+
+
+def worker_app() -> MockApp:
+    """The app of one worker process (``--workers N``), on the parent's settings."""
+    from mockserver.app import create_app
+
+    given = json.loads(os.environ[WORKER_SETTINGS])
+    for name in ("fixtures", "state"):
+        if given[name] is not None:
+            given[name] = Path(given[name])
+    return create_app(Settings(**given))
 
 
 def fail(message: str) -> int:
@@ -209,13 +261,19 @@ def serve(args: argparse.Namespace, *, seams: Seams | None = None) -> int:
         return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     except (OverflowError, ValueError) as exc:  # a port outside 0-65535, a malformed host
         return fail(f"cannot listen on {args.host}:{args.port}: {exc}")
+    if args.workers > 1 and not str(args.store or "").startswith(("postgresql:", "postgres:")):
+        sock.close()
+        return fail(
+            "--workers N needs --store postgresql://...: each worker is a process, and "
+            "processes share state only through PostgreSQL"
+        )
     with sock:
         port = int(sock.getsockname()[1])
         try:
             from mockserver.app import create_app
 
             app = create_app(settings_from(args, port), seams=seams)
-        except (FixtureError, StartupError, ValueError) as exc:
+        except (FixtureError, StartupError, StoreError, ValueError) as exc:
             return fail(str(exc))
 
         import uvicorn
@@ -227,10 +285,34 @@ def serve(args: argparse.Namespace, *, seams: Seams | None = None) -> int:
         # KeyboardInterrupt.
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, lambda *_: None)
-        config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level)
-        uvicorn.Server(config).run(sockets=[sock])
+        if args.workers > 1:
+            app.close()  # each worker builds its own (the store holds the state they share)
+            serve_workers(app, args, port, sock)
+        else:
+            config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level)
+            try:
+                uvicorn.Server(config).run(sockets=[sock])
+            finally:
+                app.close()
     print("mockserver stopped", flush=True)
     return 0
+
+
+def serve_workers(app: MockApp, args: argparse.Namespace, port: int, sock: socket.socket) -> None:
+    """Serve the bound socket with ``args.workers`` processes (uvicorn's supervisor)."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[WORKER_SETTINGS] = json.dumps(dataclasses.asdict(app.settings), default=str)
+    config = uvicorn.Config(
+        "mockserver.cli:worker_app",
+        factory=True,
+        host=args.host,
+        port=port,
+        workers=args.workers,
+        log_level=args.log_level,
+    )
+    Multiprocess(config, sockets=[sock]).run()
 
 
 # ---------------------------------------------------------------------------------------------

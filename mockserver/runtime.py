@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import secrets as secrets_
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from cryptography.fernet import Fernet
 
 from mockserver.contract import Contract, default_contract
 from mockserver.fixtures import build_world, load_fixtures
@@ -24,6 +29,8 @@ from mockserver.platform.transactions import Transaction, active, transaction
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.seams import Seams
 from mockserver.settings import Settings
+from mockserver.store.replica import Replica
+from mockserver.store.sql import SqlWorld
 from mockserver.world import World
 
 DEFAULT_START = "2026-11-20T09:00:00Z"
@@ -40,6 +47,16 @@ class Commit:
 
 
 CommitListener = Callable[[Commit], None]
+_NO_SESSION = contextlib.nullcontext()
+
+
+def data_key(store: SqlWorld | None) -> bytes | None:
+    """The key that seals secrets at rest: ``MOCKSERVER_DATA_KEY`` when set; else, with a
+    store, one kept in it (so sealed secrets open after a restart and in every worker); else
+    None (this process makes its own)."""
+    if os.environ.get("MOCKSERVER_DATA_KEY") or store is None:
+        return None
+    return store.secret("data", Fernet.generate_key)
 
 
 class Runtime:
@@ -60,17 +77,23 @@ class Runtime:
         secrets: SecretBox | None = None,
         start: datetime | None = None,
         seams: Seams | None = None,
+        store: SqlWorld | None = None,
     ) -> None:
         self.settings = settings or Settings()
+        self.store = store
         self.seams = seams or Seams()
         self.contract = contract or default_contract()
         self.fixtures = fixtures if fixtures is not None else load_fixtures(self.settings.fixtures)
         self.start = start or parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
         self.clock: Clock = make_clock(self.settings.clock, self.start)
+        self._id_key = self._kept_secret("ids", lambda: secrets_.token_bytes(16))
         self.world: World = self._new_world()
         limits = self.contract.limits
         self.cursors = CursorCodec(
-            self.clock, int(limits["cursorLifetimeSeconds"]), open_cursor=self.seams.open_cursor
+            self.clock,
+            int(limits["cursorLifetimeSeconds"]),
+            self._kept_secret("cursor", lambda: secrets_.token_bytes(32)),
+            open_cursor=self.seams.open_cursor,
         )
         self.rate = RateLimiter(
             self.settings.rate_limit or self.contract.rate_limit_per_minute, self.clock
@@ -81,7 +104,7 @@ class Runtime:
             int(limits["idempotencyKeyRetentionSeconds"]),
             lambda when: self.scheduler.due(when),
         )
-        self.secrets = secrets or SecretBox()
+        self.secrets = secrets or SecretBox(data_key(store))
         self.faults = Faults()
         self.journal = Journal()
         self.validators: dict[str, OperationValidator] = validators or compile_all(self.contract)
@@ -91,9 +114,42 @@ class Runtime:
         self.clock.on_change(lambda _now: self.delivery.wake())
         self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
         self._commit_listeners: list[CommitListener] = []
+        self.replica = Replica(self, store) if store is not None else None
+        if self.replica is not None and not store.shared:  # type: ignore[union-attr]
+            with self.replica.held():
+                self.delivery.release_claims()  # this process is the file's only one
+
+    def _kept_secret(self, name: str, make: Callable[[], bytes]) -> bytes | None:
+        """A key kept with the world when a store holds it (so cursors and ids outlive the
+        process, and every worker signs alike); None: this process makes its own."""
+        return self.store.secret(name, make) if self.store is not None else None
+
+    def _keyed(self, world: World) -> World:
+        if self._id_key is not None and self.settings.seed is None:
+            world.ids.rekey(self._id_key)
+        return world
 
     def _new_world(self) -> World:
-        return build_world(self.fixtures, seed=self.settings.seed, seams=self.seams)
+        return self._keyed(build_world(self.fixtures, seed=self.settings.seed, seams=self.seams))
+
+    def replace_world(self, data: dict[str, Any]) -> None:
+        """Take a whole world read from a store (outside any transaction)."""
+        self.world = self._keyed(self.seams.world(data, seed=self.settings.seed))
+
+    def session(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold the world for one unit of work (a request, a tick, a delivery's result):
+        with a SQL store, catch up with other processes first and write the changes at the
+        end (store/replica.py); in memory, nothing to do."""
+        if self.replica is None:
+            return _NO_SESSION
+        return self.replica.session()
+
+    async def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` without holding the world (an injected delay)."""
+        if self.replica is None:
+            await asyncio.sleep(seconds)
+        else:
+            await self.replica.pause(seconds)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -149,7 +205,7 @@ class Runtime:
 
     def restore(self, data: dict[str, Any]) -> None:
         """Replace the whole state with a snapshot (``PUT /_mock/snapshot``)."""
-        self.world = self.seams.world(data, seed=self.settings.seed)
+        self.world = self._keyed(self.seams.world(data, seed=self.settings.seed))
         if isinstance(self.clock, ManualClock) and "clock" in data:
             self.clock.set(parse_time(data["clock"]))
         self.rate.reset()

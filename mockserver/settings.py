@@ -22,3 +22,7 @@ class Settings:
     log_level: str = "info"
     sandbox_ttl: float = 3600.0  # seconds of wall time an idle sandbox lives
     max_sandboxes: int = 64
+    # Where the state lives (store/): in memory (None), a SQLite file (``state``), or the
+    # store a URL names (``sqlite:///PATH``, ``postgresql://...``).
+    state: Path | None = None
+    store: str | None = None

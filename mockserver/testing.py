@@ -214,6 +214,10 @@ class LocalServer(ThreadedServer):
             create_app(Settings(host="127.0.0.1", port=port, **options)), sock, lifespan="on"
         )
 
+    def stop(self) -> None:
+        super().stop()
+        self.app.close()
+
     def keys(self) -> list[Key]:
         from mockserver.fixtures import load_fixtures
 

@@ -19,6 +19,10 @@ Keeping the state as plain dicts and lists makes ``GET /_mock/snapshot`` a copy 
 Records keep internal fields under keys starting with ``_`` (for example ``_seq``); responses
 leave them out (envelope.public).
 
+A cursor list reads a collection from a position (:class:`Query`, :meth:`World.after`): each
+collection's order is indexed beside the tree (positions.py), so a page deep in a large
+collection costs what the first page costs.
+
 The tree is made of tracked containers (platform/transactions.py): every change made inside
 :func:`~mockserver.platform.transactions.transaction` is undone if the transaction fails.
 It is cut into documents (platform/documents.py: a record, a workspace's own fields, a key,
@@ -29,11 +33,14 @@ another document is copied there at commit, so identity holds within a document 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
+from mockserver.platform.documents import DocKey, document, documents, place, remove
 from mockserver.platform.ids import IdFactory
-from mockserver.platform.transactions import adopt, plain
+from mockserver.platform.transactions import active, adopt, plain
+from mockserver.positions import Index
 
 
 def own_record(world: World, workspace_id: str, name: str, record_id: str) -> dict[str, Any] | None:
@@ -48,6 +55,68 @@ def marked_available(capability: dict[str, Any]) -> bool:
 
 
 FindRecord = Callable[["World", str, str, str], "dict[str, Any] | None"]
+
+
+class Query:
+    """The records of one collection of a workspace that a cursor list pages, in ``_seq``
+    order: those whose stored fields equal ``equal`` (a None value filters nothing: a query
+    parameter left out) and that ``where`` keeps (a rule the area computes).
+
+    A list reads it from a position (:meth:`after`): the position is found by bisection, and
+    records that do not match are skipped from there on, so a page costs the page plus the
+    records it skips, however deep it is.
+    """
+
+    __slots__ = ("equal", "name", "where", "workspace_id", "world")
+
+    def __init__(
+        self,
+        world: World,
+        workspace_id: str,
+        name: str,
+        equal: Mapping[str, Any] | None = None,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        self.world = world
+        self.workspace_id = workspace_id
+        self.name = name
+        self.equal = {k: v for k, v in equal.items() if v is not None} if equal else {}
+        self.where = where
+
+    def matches(self, record: dict[str, Any]) -> bool:
+        return all(record[k] == v for k, v in self.equal.items()) and (
+            self.where is None or self.where(record)
+        )
+
+    def after(self, seq: int) -> Iterator[dict[str, Any]]:
+        """The matching records after position ``seq`` (``_seq`` greater), in order."""
+        records = self.world.after(self.workspace_id, self.name, seq)
+        if not self.equal and self.where is None:
+            return records
+        return filter(self.matches, records)
+
+    def count_through(self, seq: int) -> int:
+        """How many matching records sit at or before position ``seq``."""
+        if not self.equal and self.where is None:
+            return self.world.count_through(self.workspace_id, self.name, seq)
+        count = 0
+        for record in self.after(0):
+            if record["_seq"] > seq:
+                break
+            count += 1
+        return count
+
+    def seq_of(self, count: int) -> int:
+        """The position after the first ``count`` matching records (all when fewer): the
+        ``_seq`` of the last of them, 0 for none."""
+        if not self.equal and self.where is None:
+            return self.world.seq_of(self.workspace_id, self.name, count)
+        seq = 0
+        for n, record in enumerate(self.after(0)):
+            if n == count:
+                break
+            seq = record["_seq"]
+        return seq
 
 
 class World:
@@ -78,6 +147,7 @@ class World:
         self.ids = IdFactory(seed, self.data["counters"])
         self.find_record = find_record
         self.capability_available = capability_available
+        self._indexes: dict[tuple[str, str], Index] = {}
 
     # -- workspaces --------------------------------------------------------------------------
 
@@ -99,7 +169,14 @@ class World:
     # -- collections -------------------------------------------------------------------------
 
     def collection(self, workspace_id: str, name: str) -> dict[str, dict[str, Any]]:
-        return self.workspace(workspace_id).setdefault("collections", {}).setdefault(name, {})
+        """A collection of a workspace, made empty if it has none yet (KeyError for a workspace
+        that does not exist)."""
+        try:
+            collections = self.data["workspaces"][workspace_id]["collections"]
+            found: dict[str, dict[str, Any]] = collections[name]
+        except KeyError:
+            return self.workspace(workspace_id).setdefault("collections", {}).setdefault(name, {})
+        return found
 
     def get(self, workspace_id: str, name: str, record_id: str) -> dict[str, Any] | None:
         """A record of this workspace, or None (ids of other workspaces are simply not here)."""
@@ -109,11 +186,13 @@ class World:
         """Add a record at the end of its collection's order."""
         record["_seq"] = self.next_seq()
         self.collection(workspace_id, name)[record["id"]] = record
+        self._note_insert(workspace_id, name, record)
         return record
 
     def delete(self, workspace_id: str, name: str, record_id: str) -> None:
         """Remove a record of this workspace (KeyError if it is not there)."""
         del self.collection(workspace_id, name)[record_id]
+        self._note_delete(workspace_id, name, record_id)
 
     def find(self, name: str, record_id: str) -> tuple[str, dict[str, Any]] | None:
         """``(workspace id, record)`` of a record in any workspace (the first in workspace
@@ -138,6 +217,87 @@ class World:
         """The last insertion sequence number taken (0 before any)."""
         seq: int = self.data["seq"]
         return seq
+
+    # -- positions ---------------------------------------------------------------------------
+    # Each collection's paging order as an index (positions.py), built when the collection is
+    # first queried, kept up to date by the two _note_ methods (every record placed or taken
+    # out passes there), forgotten by a transaction that fails after changing it.
+
+    def after(self, workspace_id: str, name: str, after_seq: int) -> Iterator[dict[str, Any]]:
+        """The records of a collection after position ``after_seq`` (``_seq`` greater), in
+        order; the first is found by bisection."""
+        if after_seq < 1:  # the start: every record (a _seq is at least 1), no index needed
+            return iter(self.collection(workspace_id, name).values())
+        collection, index = self._index(workspace_id, name)
+        return index.after(collection, after_seq)
+
+    def at_seq(self, workspace_id: str, name: str, seq: int) -> dict[str, Any] | None:
+        """The record of a collection at position ``seq``, or None."""
+        collection, index = self._index(workspace_id, name)
+        return index.at(collection, seq)
+
+    def count_through(self, workspace_id: str, name: str, seq: int) -> int:
+        """How many records of a collection sit at or before position ``seq``."""
+        return self._index(workspace_id, name)[1].count_through(seq)
+
+    def seq_of(self, workspace_id: str, name: str, count: int) -> int:
+        """The position after the first ``count`` records of a collection (all when fewer):
+        the ``_seq`` of the last of them, 0 for none."""
+        return self._index(workspace_id, name)[1].seq_of(count)
+
+    def ranked(
+        self, workspace_id: str, name: str, field: str, after: dict[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The records of a collection by ``field``, highest first, ties oldest first; those
+        ranked after the record ``after`` when given. The field must never change once a
+        record is stored (the ranking is kept as records come and go, not as they change)."""
+        collection, index = self._index(workspace_id, name)
+        ranking = index.ranking(collection, field)
+        return ranking.after(collection, None if after is None else ranking.key(after))
+
+    def _index(self, workspace_id: str, name: str) -> tuple[dict[str, dict[str, Any]], Index]:
+        """A collection and its index (built now if there is none, or if it went stale)."""
+        collection = self.collection(workspace_id, name)
+        key = (workspace_id, name)
+        index = self._indexes.get(key)
+        if index is None or len(index.ids) != len(collection):  # a last resort: see positions.py
+            index = self._indexes[key] = Index(collection)
+            self._guard(key, index)
+        return collection, index
+
+    def _note_insert(self, workspace_id: str, name: str, record: dict[str, Any]) -> None:
+        """A record was placed at the end of its collection."""
+        key = (workspace_id, name)
+        index = self._indexes.get(key)
+        if index is None:
+            return
+        if index.append(record):
+            self._guard(key, index)
+        else:
+            del self._indexes[key]
+
+    def _note_delete(self, workspace_id: str, name: str, record_id: str) -> None:
+        """A record was taken out of its collection."""
+        key = (workspace_id, name)
+        index = self._indexes.get(key)
+        if index is None:
+            return
+        if index.remove(record_id):
+            self._guard(key, index)
+        else:
+            del self._indexes[key]
+
+    def _guard(self, key: tuple[str, str], index: Index) -> None:
+        """Have the open transaction, if any, forget the index when it fails: the collection
+        goes back to what it was, and its index is built again when next queried."""
+        tx = active()
+        if tx is not None and index.guard is not tx:
+            index.guard = tx
+            tx.on_rollback(partial(self._forget, key, index))
+
+    def _forget(self, key: tuple[str, str], index: Index) -> None:
+        if self._indexes.get(key) is index:
+            del self._indexes[key]
 
     # -- sections ----------------------------------------------------------------------------
 
@@ -210,3 +370,25 @@ class World:
         """A deep copy of the state in builtin dicts and lists."""
         result: dict[str, Any] = plain(self.data)
         return result
+
+    # -- documents (replication) -------------------------------------------------------------
+
+    def document(self, doc: DocKey) -> Any:
+        """One document's value as a store writes it (KeyError when there is none)."""
+        return document(self.data, doc)
+
+    def documents(self) -> dict[DocKey, Any]:
+        """Every document and its value, in the tree's order: the whole world for a store."""
+        return documents(self.data)
+
+    def put_document(self, doc: DocKey, value: Any) -> None:
+        """Put a document another process wrote (store/replica.py), outside any transaction:
+        a new record goes at the end of its collection."""
+        new = place(self.data, doc, value)
+        if new and doc[0] == "rec":
+            self._note_insert(doc[1], doc[2], self.collection(doc[1], doc[2])[doc[3]])
+
+    def drop_document(self, doc: DocKey) -> None:
+        """Take out a document another process deleted (store/replica.py)."""
+        if remove(self.data, doc) and doc[0] == "rec":
+            self._note_delete(doc[1], doc[2], doc[3])

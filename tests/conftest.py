@@ -12,8 +12,21 @@ from mockserver.app import MockApp, create_app
 from mockserver.settings import Settings
 from tests.support.client import ApiClient, ControlClient
 from tests.support.serve import Served
+from tests.support.stores import test_store, with_test_store
 
 TEST_SETTINGS = Settings(clock="manual", seed=7, allow_private_callbacks=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every app the tests make runs on the store MOCKSERVER_TEST_STORE names (its own)."""
+    if test_store() == "memory":
+        return
+    original = MockApp.__init__
+
+    def on_test_store(self: MockApp, settings: Settings | None = None, **kwargs: object) -> None:
+        original(self, with_test_store(settings or Settings()), **kwargs)  # type: ignore[arg-type]
+
+    MockApp.__init__ = on_test_store  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

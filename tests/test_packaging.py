@@ -276,3 +276,13 @@ def test_compose_starts_the_image():
     service = compose["services"]["mockserver"]
     assert service["build"] == "."
     assert "8080:8080" in service["ports"]
+    # Two workers over the PostgreSQL service, whose data sits in a named volume.
+    command = service["command"]
+    store = command[command.index("--store") + 1]
+    assert command[:5] == ["mockserver", "--host", "0.0.0.0", "--port", "8080"]
+    assert store.startswith("postgresql://") and "@postgres:5432/" in store
+    assert int(command[command.index("--workers") + 1]) > 1
+    assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
+    database = compose["services"]["postgres"]
+    volume = database["volumes"][0].split(":")[0]
+    assert volume in compose["volumes"] and database["image"].startswith("postgres:")

@@ -269,9 +269,9 @@ def control_index(rt: Runtime, call: Validated) -> dict[str, Any]:
 
 
 @control("createSandbox")
-def create_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
+async def create_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
     spec = call.body if isinstance(call.body, dict) else {}
-    sandbox = rt.sandboxes.create(
+    sandbox = await rt.sandboxes.create(
         workspace=spec.get("workspace"),
         clock=spec.get("clock", "manual"),
         start=spec.get("start"),
@@ -281,13 +281,13 @@ def create_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
 
 
 @control("listSandboxes")
-def list_sandboxes(rt: Runtime, call: Validated) -> dict[str, Any]:
-    return {"sandboxes": [rt.sandboxes.view(s) for s in rt.sandboxes.all()]}
+async def list_sandboxes(rt: Runtime, call: Validated) -> dict[str, Any]:
+    return {"sandboxes": [rt.sandboxes.view(s) for s in await rt.sandboxes.all()]}
 
 
 @control("getSandbox")
-def get_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
-    return {"sandbox": rt.sandboxes.view(rt.sandboxes.get(call.path["sandboxId"]))}
+async def get_sandbox(rt: Runtime, call: Validated) -> dict[str, Any]:
+    return {"sandbox": rt.sandboxes.view(await rt.sandboxes.get(call.path["sandboxId"]))}
 
 
 @control("deleteSandbox")

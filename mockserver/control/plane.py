@@ -24,17 +24,23 @@ from starlette.types import Receive, Scope, Send
 
 from mockserver.areas import AREAS
 from mockserver.contract import Contract
-from mockserver.dispatch import Router, error_response, request_path
+from mockserver.dispatch import Router, error_response, request_path, store_unavailable
 from mockserver.platform.envelope import json_response, new_request_id
 from mockserver.platform.errors import ApiError, not_found
 from mockserver.platform.jsonbody import JsonReader
 from mockserver.platform.validation import compile_all
 from mockserver.runtime import Runtime
+from mockserver.store import StoreError
 
 log = logging.getLogger("mockserver.control")
 
 ControlHandler = Callable[..., Any]
 _CONTROL: dict[str, ControlHandler] = {}
+# Operations that run outside a session of the world: they wait for work done in sessions of
+# its own (deliveries), or act on the sandbox registry (sandboxes.py), not on a world.
+OUTSIDE_SESSION = frozenset(
+    {"flushDeliveries", "createSandbox", "listSandboxes", "getSandbox", "deleteSandbox"}
+)
 
 
 def control(operation_id: str) -> Callable[[ControlHandler], ControlHandler]:
@@ -130,15 +136,25 @@ class ControlPlane:
                 )
                 rt = self.runtime
                 if "sandbox" in valid.query:
-                    rt = self.runtime.sandboxes.get(valid.query["sandbox"]).runtime
-                rt.scheduler.tick()
-                with rt.transaction():  # as on the API: all of its changes, or none
+                    rt = (await self.runtime.sandboxes.get(valid.query["sandbox"])).runtime
+                if op.operation_id in OUTSIDE_SESSION:
                     result = _CONTROL[op.operation_id](rt, valid)
                     if inspect.isawaitable(result):
                         result = await result
                     response = json_response(200, {"success": True, **result})
+                else:
+                    async with rt.session():  # store/replica.py
+                        rt.scheduler.tick()
+                        with rt.transaction():  # as on the API: all of its changes, or none
+                            result = _CONTROL[op.operation_id](rt, valid)
+                            if inspect.isawaitable(result):
+                                result = await result
+                            response = json_response(200, {"success": True, **result})
         except ApiError as error:
             response = error_response(error)
+        except StoreError as error:
+            log.error("control plane: store failed: %s", error)
+            response = error_response(store_unavailable(request_id))
         except Exception:
             log.exception("control plane error")
             response = error_response(ApiError("internal_error", "control plane error"))

@@ -140,8 +140,9 @@ def read_page(
 ) -> Page:
     """Read ``limit`` records after a position, then filter by visibility.
 
-    Visibility is applied after reading, as the service does, so a page may be empty while
-    more records follow.
+    ``records`` are in ``_seq`` order; those at or before the position are skipped (a source
+    that starts at the position, ``World.after``, has none to skip). Visibility is applied
+    after reading, as the service does, so a page may be empty while more records follow.
     """
     read: list[dict[str, Any]] = []
     more = False

@@ -26,6 +26,7 @@ import contextvars
 import hashlib
 import ipaddress
 import logging
+import secrets
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ import httpx
 
 from mockserver.platform import signing, urlpolicy
 from mockserver.platform.envelope import iso_z
+from mockserver.platform.transactions import plain
 
 if TYPE_CHECKING:
     from mockserver.runtime import Runtime
@@ -232,10 +234,14 @@ class DeliveryWorker:
         self.rt = rt
         self.policy = rt.contract.limits["webhookDelivery"]
         self._wakeup: asyncio.Event | None = None
-        # Attempts under way, by record object (not by id: after a reset with a seed, a new
-        # record may carry the id of one an old attempt is still sending).
-        self._in_flight: dict[int, asyncio.Task[None]] = {}
+        # Attempts under way in this process, by claim token (a delivery being attempted
+        # carries its claim: ``_claim``, below).
+        self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._task: asyncio.Task[None] | None = None
+        self.holder = secrets.token_hex(6)  # this process, in claims
+        # A claim outlives an attempt by far; one left by a process that died mid-attempt
+        # lapses after this many seconds of wall time, and the delivery is attempted again.
+        self.lease = float(self.policy["attemptTimeoutSeconds"]) + 5.0
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -262,53 +268,90 @@ class DeliveryWorker:
 
     def _due(self) -> list[dict[str, Any]]:
         now = self.rt.clock.now().timestamp()
+        wall = time.time()
         return [
             record
             for record in deliveries(self.rt).values()
             if record["state"] == "pending"
             and record["nextAttemptAt"] is not None
             and record["nextAttemptAt"] <= now
-            and id(record) not in self._in_flight
+            and ("_claim" not in record or record["_claim"]["until"] <= wall)
         ]
 
     def _start_due(self) -> list[asyncio.Task[None]]:
+        """Claim the deliveries due now and start an attempt for each (in a session: with a
+        shared store, one process claims a delivery, and the others leave it)."""
         started = []
-        for record in self._due():
+        with self.rt.transaction():
+            claimed = []
+            for record in self._due():
+                token = f"{self.holder}.{secrets.token_hex(6)}"
+                record["_claim"] = {"token": token, "until": time.time() + self.lease}
+                claimed.append((token, record))
+        for token, record in claimed:
             # A fresh context: an attempt never joins the transaction of whoever started it.
             task = asyncio.get_running_loop().create_task(
-                self._attempt(record), context=contextvars.Context()
+                self._attempt(record["id"], token), context=contextvars.Context()
             )
-            key = id(record)
-            self._in_flight[key] = task
-            task.add_done_callback(lambda _t, key=key: self._in_flight.pop(key, None))
+            self._in_flight[token] = task
+            task.add_done_callback(lambda _t, token=token: self._in_flight.pop(token, None))
             started.append(task)
         return started
 
     async def _run(self) -> None:
         assert self._wakeup is not None
         # The manual clock wakes the loop when it moves; the real clock is polled every second.
-        timeout = 1.0 if self.rt.clock.mode == "real" else None
+        timeout = 1.0 if self.rt.clock.mode == "real" or self.rt.store is not None else None
         while True:
-            self._start_due()
+            try:
+                async with self.rt.session():
+                    self._start_due()
+            except Exception:  # the store is down, say: try again at the next wake
+                log.exception("delivery loop")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
             self._wakeup.clear()
 
     async def flush(self, timeout: float) -> dict[str, int]:
         """Make every attempt that is due now, and wait (up to ``timeout``) for all in flight."""
-        self._start_due()
+        async with self.rt.session():
+            self._start_due()
         waiting = list(self._in_flight.values())
         if waiting:
             await asyncio.wait(waiting, timeout=timeout)
-        return {
-            "inFlight": len(self._in_flight),
-            "pending": sum(1 for r in deliveries(self.rt).values() if r["state"] == "pending"),
-        }
+        async with self.rt.session():
+            pending = sum(1 for r in deliveries(self.rt).values() if r["state"] == "pending")
+        return {"inFlight": len(self._in_flight), "pending": pending}
+
+    def release_claims(self) -> None:
+        """Forget every claim (at start, when no other process can hold one: attempts a
+        killed process had under way are made again, with the same eventId)."""
+        with self.rt.transaction():
+            for record in deliveries(self.rt).values():
+                record.pop("_claim", None)
 
     # -- one attempt ----------------------------------------------------------------------
 
-    async def _attempt(self, record: dict[str, Any]) -> None:
+    def _claimed(self, delivery_id: str, token: str) -> dict[str, Any] | None:
+        """The delivery while this attempt's claim holds it (not after a reset or restore
+        made another one with its id, nor after another process took it over)."""
+        record = deliveries(self.rt).get(delivery_id)
+        if record is None or record.get("_claim", {}).get("token") != token:
+            return None
+        return record
+
+    async def _attempt(self, delivery_id: str, token: str) -> None:
         rt = self.rt
+        async with rt.session():
+            record = self._claimed(delivery_id, token)
+            if record is None:
+                return
+            if not self._target_live(record):
+                with rt.transaction():
+                    record["state"], record["nextAttemptAt"] = "cancelled", None
+                    del record["_claim"]
+                return
+            record = plain(record)  # what the attempt sends; the world may move on meanwhile
         number = len(record["attempts"]) + 1
         sent_at = rt.clock.now()
         started = time.perf_counter()
@@ -316,10 +359,6 @@ class DeliveryWorker:
         error: str | None = None
         retry_after: int | None = None
         permanent = False
-        if not self._target_live(record):
-            with rt.transaction():
-                record["state"], record["nextAttemptAt"] = "cancelled", None
-            return
         try:
             secret = rt.secrets.open(record["secret"])
             if secret is None:
@@ -340,8 +379,13 @@ class DeliveryWorker:
             error = f"network error: {type(exc).__name__}"
         latency = round((time.perf_counter() - started) * 1000, 1)
         outcome = self._outcome(status, permanent)
-        with rt.transaction():
-            self._record(record, number, sent_at, status, error, latency, outcome, retry_after)
+        async with rt.session():
+            current = self._claimed(delivery_id, token)
+            if current is None:
+                return
+            with rt.transaction():
+                del current["_claim"]
+                self._record(current, number, sent_at, status, error, latency, outcome, retry_after)
 
     def _record(
         self,

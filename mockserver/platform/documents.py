@@ -216,3 +216,42 @@ def _split(value: Any, tag: Tag, found: dict[DocKey, Any]) -> None:
             _split(item, child, found)
     if place.doc is not None:
         found[place.doc] = own
+
+
+def place(tree: dict[str, Any], doc: DocKey, value: Any) -> bool:
+    """Put one document's value into a tree (tracked or plain), making the indexes on its
+    path: the inverse of :func:`document`. A workspace's own fields replace those it had and
+    keep its ``collections``. Answers whether the document is new to the tree."""
+    *parents, last = path_of(doc)
+    holder: dict[str, Any] = tree
+    for part in parents:
+        holder = holder.setdefault(part, {})
+    old = holder.get(last)
+    if doc[0] == "ws" and isinstance(old, dict):
+        for field in [name for name in old if name != "collections" and name not in value]:
+            del old[field]
+        for field, item in value.items():
+            old[field] = item
+        return False
+    holder[last] = {**value, "collections": {}} if doc[0] == "ws" else value
+    return old is None
+
+
+def remove(tree: dict[str, Any], doc: DocKey) -> bool:
+    """Take one document out of a tree (and an index it leaves empty, for kept answers);
+    answers whether it was there."""
+    *parents, last = path_of(doc)
+    holder: Any = tree
+    chain = []
+    for part in parents:
+        if not isinstance(holder, dict) or part not in holder:
+            return False
+        chain.append((holder, part))
+        holder = holder[part]
+    if not isinstance(holder, dict) or last not in holder:
+        return False
+    del holder[last]
+    if doc[0] == "idem" and not holder:
+        parent, part = chain[-1]
+        del parent[part]
+    return True

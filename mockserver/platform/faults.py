@@ -15,6 +15,7 @@ request without a key, or with a malformed header, still answers 401 (the store 
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,3 +134,19 @@ class Faults:
     def clear(self) -> None:
         self.rules.clear()
         self.credential_store = None
+
+    def dump(self) -> dict[str, Any]:
+        """The faults as JSON (a store keeps them, and shares them between processes)."""
+        outage = self.credential_store
+        return {
+            "rules": [dataclasses.asdict(rule) for rule in self.rules],
+            "credentialStore": dataclasses.asdict(outage) if outage is not None else None,
+            "next": self._next,
+        }
+
+    def load(self, dump: dict[str, Any]) -> None:
+        """Take the faults :meth:`dump` gave (from a store)."""
+        self.rules[:] = [Fault(**rule) for rule in dump["rules"]]
+        outage = dump["credentialStore"]
+        self.credential_store = CredentialStoreOutage(**outage) if outage is not None else None
+        self._next = dump["next"]

@@ -15,6 +15,10 @@ class IdFactory:
         self._key = (str(seed) if seed is not None else secrets.token_hex(16)).encode()
         self.counters = counters
 
+    def rekey(self, key: bytes) -> None:
+        """Use a key kept elsewhere (a store's), so ids stay distinct after a restart."""
+        self._key = key
+
     def new(self, prefix: str) -> str:
         number = self.counters.get(prefix, 0) + 1
         self.counters[prefix] = number

@@ -41,6 +41,7 @@ class RateLimiter:
         self.limit = limit
         self.clock = clock
         self._windows: dict[str, tuple[float, int]] = {}  # identity -> (window start, count)
+        self.changed: set[str] = set()  # identities counted since a store last wrote them
 
     def hit(self, identity: str) -> RateState:
         """Count one request; a refused request is not counted."""
@@ -51,13 +52,27 @@ class RateLimiter:
         reset = max(1, math.ceil(start + WINDOW_SECONDS - now))
         if count >= self.limit:
             self._windows[identity] = (start, count)
+            self.changed.add(identity)
             return RateState(self.limit, 0, reset, allowed=False)
         count += 1
         self._windows[identity] = (start, count)
+        self.changed.add(identity)
         return RateState(self.limit, self.limit - count, reset, allowed=True)
 
     def reset(self) -> None:
+        self.changed.update(self._windows)
         self._windows.clear()
+
+    def window(self, identity: str) -> tuple[float, int] | None:
+        """An identity's window (start, count), or None."""
+        return self._windows.get(identity)
+
+    def load(self, identity: str, window: tuple[float, int] | None) -> None:
+        """Take an identity's window another process counted (a shared store)."""
+        if window is None:
+            self._windows.pop(identity, None)
+        else:
+            self._windows[identity] = (float(window[0]), int(window[1]))
 
 
 def never_counted(rt: Runtime, op: Operation, headers: Mapping[str, str]) -> RateState | None:

@@ -8,7 +8,8 @@ transaction open in the current context (reads are the builtin ones, at full spe
 - :func:`transaction` opens one (or joins the one already open in this context). Leaving it
   normally commits; leaving it by any exception (an ``ApiError``, a bug, a cancelled task)
   replays the undo entries backwards, so the tree is exactly as it was, insertion order
-  included.
+  included. State kept beside the tree (the World's paging indexes) follows it back through
+  :meth:`Transaction.on_rollback`.
 - A plain ``dict`` or ``list`` placed into the tree during a transaction (a new record, say) is
   turned into tracked containers at commit, when no handler holds it any more; outside a
   transaction (start-up, autocommit) it is turned at once. One exception: a dict placed where
@@ -40,7 +41,7 @@ must wait (a DNS check) do so before their first change.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, SupportsIndex
 
@@ -183,6 +184,12 @@ class Transaction:
                 if child is not place.doc:
                     self._removed(item, child)
 
+    def on_rollback(self, undo: Callable[[], None]) -> None:
+        """Call ``undo`` if this transaction fails, in turn with the other undo entries (last
+        logged, first replayed): for state kept beside the tree (an index of it) that must
+        follow it back."""
+        self.undo.append(("call", undo))
+
     def log_list(self, container: list[Any]) -> None:
         if id(container) not in self._copied:
             self._copied.add(id(container))
@@ -207,6 +214,8 @@ class Transaction:
                 dict.update(container, entry[2])
             elif kind == "tag":
                 container._doc = entry[2]
+            elif kind == "call":
+                container()
             else:
                 list.__setitem__(container, slice(None), entry[2])
         self._end()

@@ -25,7 +25,7 @@ def get_usage(call: Call) -> dict[str, Any]:
         moment = parse_time(entry["createdAt"])
         return (since is None or moment >= since) and (until is None or moment < until)
 
-    entries = [e for e in call.world.records(call.workspace_id, "usage") if selected(e)]
+    entries = call.records("usage", where=None if since is None and until is None else selected)
     page = call.page("usage", entries)
-    page["totalCredits"] = sum(e["credits"] for e in entries)
+    page["totalCredits"] = sum(e["credits"] for e in entries.after(0))  # all selected, not the page
     return page

@@ -16,11 +16,10 @@ from mockserver.registry import handler
 
 @handler("listAssets")
 def list_assets(call: Call) -> dict[str, Any]:
-    records = [
-        state.sync(call.world, call.workspace_id, asset)
-        for asset in call.world.records(call.workspace_id, state.COLLECTION)
-    ]
-    return page_with_after(call, "assets", records, view=state.view)
+    def view(asset: dict[str, Any]) -> dict[str, Any]:
+        return state.view(state.sync(call.world, call.workspace_id, asset))
+
+    return page_with_after(call, "assets", call.records(state.COLLECTION), view=view)
 
 
 @handler("importAsset")

@@ -45,10 +45,5 @@ def retry_run(call: Call) -> dict[str, Any]:
 @handler("listAutopilotRuns")
 def list_runs(call: Call) -> dict[str, Any]:
     runs.sync_workspace(call)
-    channel_id = call.query.get("channelId")
-    records = [
-        run
-        for run in call.world.records(call.workspace_id, runs.COLLECTION)
-        if channel_id is None or run["channelId"] == channel_id
-    ]
+    records = call.records(runs.COLLECTION, {"channelId": call.query.get("channelId")})
     return call.page("runs", records, view=runs.view)

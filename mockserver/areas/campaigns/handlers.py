@@ -12,9 +12,11 @@ from mockserver.registry import handler
 @handler("listCampaigns")
 def list_campaigns(call: Call) -> dict[str, Any]:
     status = call.query["status"]
-    records = call.world.records(call.workspace_id, "campaigns")
-    if status != "all":
-        records = (c for c in records if state.view(call, c)["status"] == status)
+
+    def listed(campaign: dict[str, Any]) -> bool:
+        return state.status_of(call, campaign) == status
+
+    records = call.records("campaigns", where=None if status == "all" else listed)
     return call.page(
         "campaigns", records, visible=state.visible, view=lambda c: state.view(call, c)
     )

@@ -44,6 +44,13 @@ def view(call: Call, campaign: dict[str, Any]) -> dict[str, Any]:
     return public(campaign) if backing is None else community.general_view(campaign, backing)
 
 
+def status_of(call: Call, campaign: dict[str, Any]) -> str:
+    """A campaign's status as :func:`view` shows it (a community campaign's, read from it)."""
+    backing = community_of(call, campaign)
+    status: str = campaign["status"] if backing is None else community.general_status(backing)
+    return status
+
+
 def get_campaign(call: Call, campaign_id: str) -> dict[str, Any]:
     campaign = call.world.get(call.workspace_id, "campaigns", campaign_id)
     if campaign is None or not visible(campaign):

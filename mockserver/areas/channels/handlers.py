@@ -12,7 +12,7 @@ from mockserver.registry import handler
 
 @handler("listChannels")
 def list_channels(call: Call) -> dict[str, Any]:
-    return call.page("channels", call.world.records(call.workspace_id, "channels"))
+    return call.page("channels", call.records("channels"))
 
 
 @handler("updateChannel")

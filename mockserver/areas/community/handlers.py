@@ -26,8 +26,7 @@ def create_campaign(call: Call) -> dict[str, Any]:
 
 @handler("listCommunityCampaigns")
 def list_campaigns(call: Call) -> dict[str, Any]:
-    records = call.world.records(call.workspace_id, COLLECTION)
-    return call.page("campaigns", records, view=lambda c: _view(call, c))
+    return call.page("campaigns", call.records(COLLECTION), view=lambda c: _view(call, c))
 
 
 @handler("getCommunityCampaign")

@@ -46,16 +46,12 @@ def compile_plan(call: Call) -> dict[str, Any]:
 
 @handler("listDiscoveryConfigs")
 def list_configs(call: Call) -> dict[str, Any]:
-    records = call.world.records(call.workspace_id, state.CONFIGS)
-    return call.page("configs", records, view=state.view)
+    return call.page("configs", call.records(state.CONFIGS), view=state.view)
 
 
 @handler("listDiscoveryRuns")
 def list_runs(call: Call) -> dict[str, Any]:
-    records = call.world.records(call.workspace_id, state.RUNS)
-    channel_id = call.query.get("channelId")
-    if channel_id is not None:
-        records = (run for run in records if run["channelId"] == channel_id)
+    records = call.records(state.RUNS, {"channelId": call.query.get("channelId")})
     return call.page("runs", records, view=public)
 
 

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterator
 from functools import cache
+from itertools import islice
 from typing import Any
 
 from mockserver.areas.discovery.state import VIRAL
@@ -37,6 +39,7 @@ from mockserver.areas.themes.taxonomy import ECONOMICS_FIELDS, Taxonomy, economi
 from mockserver.call import Call
 from mockserver.platform.envelope import public
 from mockserver.platform.errors import invalid_request, not_found
+from mockserver.world import World
 
 POSITION_SPAN = 2**40  # a cursor position packs (horizon, last sequence read)
 
@@ -80,11 +83,18 @@ def view(item: dict[str, Any]) -> dict[str, Any]:
     return public(item)
 
 
-def walk_order(items: list[dict[str, Any]], horizon: int) -> list[dict[str, Any]]:
-    inside = [i for i in items if i["_seq"] <= horizon]
-    ranked = sorted(inside, key=lambda i: (-i["score"], i["_seq"]))
-    later = sorted((i for i in items if i["_seq"] > horizon), key=lambda i: i["_seq"])
-    return ranked + later
+def walk(
+    world: World, workspace_id: str, horizon: int, after: dict[str, Any] | None
+) -> Iterator[dict[str, Any]]:
+    """A walk's items after the item ``after`` (from its start when None): those inside the
+    horizon by score (the world's ranking, kept as items are collected), then the later ones
+    by sequence. Both start by bisection, so a deep page costs what the first costs."""
+    if after is None or after["_seq"] <= horizon:
+        for item in world.ranked(workspace_id, VIRAL, "score", after):
+            if item["_seq"] <= horizon:
+                yield item
+    later = horizon if after is None else max(horizon, after["_seq"])
+    yield from world.after(workspace_id, VIRAL, later)
 
 
 def page(call: Call, taxonomy: Taxonomy) -> dict[str, Any]:
@@ -100,23 +110,24 @@ def page(call: Call, taxonomy: Taxonomy) -> dict[str, Any]:
         horizon, last = divmod(cursors.open(query["cursor"], scope, filters).seq, POSITION_SPAN)
     else:
         horizon, last = call.world.last_seq(), None
-    items = [
-        item
-        for item in (assess(i, taxonomy) for i in call.world.records(call.workspace_id, VIRAL))
-        if (min_score is None or item["score"] >= min_score)
-        and (theme_id is None or item["themeAssignments"][0]["themeId"] == theme_id)
-    ]
-    ordered = walk_order(items, horizon)
-    begin = 0
+
+    def kept(item: dict[str, Any]) -> bool:
+        assess(item, taxonomy)
+        return (min_score is None or item["score"] >= min_score) and (
+            theme_id is None or item["themeAssignments"][0]["themeId"] == theme_id
+        )
+
+    after = None
     if last is not None:
-        index = next((n for n, item in enumerate(ordered) if item["_seq"] == last), None)
-        if index is None:
+        after = call.world.at_seq(call.workspace_id, VIRAL, last)
+        if after is None or not kept(after):
             raise invalid_request(
                 "unusable cursor: list again from the first page", reason="cursor_invalid"
             )
-        begin = index + 1
-    chunk = ordered[begin : begin + query["limit"]]
-    more = begin + len(chunk) < len(ordered)
+    items = filter(kept, walk(call.world, call.workspace_id, horizon, after))
+    chunk = list(islice(items, query["limit"] + 1))
+    more = len(chunk) > query["limit"]
+    del chunk[query["limit"] :]
     next_cursor = None
     if more:
         next_cursor = cursors.issue(scope, filters, horizon * POSITION_SPAN + chunk[-1]["_seq"])

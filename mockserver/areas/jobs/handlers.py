@@ -11,14 +11,8 @@ from mockserver.registry import handler
 
 @handler("listJobs")
 def list_jobs(call: Call) -> dict[str, Any]:
-    status, project = call.query.get("status"), call.query.get("projectId")
-    records = [
-        job
-        for job in call.world.records(call.workspace_id, "jobs")
-        if (status is None or job["status"] == status)
-        and (project is None or job["projectId"] == project)
-    ]
-    return call.page("jobs", records, view=engine.view)
+    equal = {"status": call.query.get("status"), "projectId": call.query.get("projectId")}
+    return call.page("jobs", call.records("jobs", equal), view=engine.view)
 
 
 @handler("getJob")

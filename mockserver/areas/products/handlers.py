@@ -11,7 +11,7 @@ from mockserver.registry import handler
 
 @handler("listProducts")
 def list_products(call: Call) -> dict[str, Any]:
-    return call.page("products", call.world.records(call.workspace_id, "products"))
+    return call.page("products", call.records("products"))
 
 
 @handler("createProduct")

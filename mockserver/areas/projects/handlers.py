@@ -25,9 +25,7 @@ def list_projects(call: Call) -> dict[str, Any]:
                 reason="cursor_predates_store_switch",
             )
 
-    return call.page(
-        "projects", call.world.records(call.workspace_id, "projects"), view=state.view, check=check
-    )
+    return call.page("projects", call.records("projects"), view=state.view, check=check)
 
 
 @handler("createProject")

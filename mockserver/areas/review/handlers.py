@@ -25,7 +25,7 @@ def edit_transcript(call: Call) -> dict[str, Any]:
 @handler("listProjectComments")
 def list_comments(call: Call) -> dict[str, Any]:
     project = get_project(call, call.path["projectId"])
-    records = comments.of_project(call, project["id"])
+    records = call.records(comments.COLLECTION, {"projectId": project["id"]})
     return call.page("comments", records, view=comments.view)
 
 

@@ -19,7 +19,7 @@ async def create_subscription(call: Call) -> dict[str, Any]:
 
 @handler("listWebhookSubscriptions")
 def list_subscriptions(call: Call) -> dict[str, Any]:
-    records = call.world.records(call.workspace_id, SUBSCRIPTIONS)
+    records = call.records(SUBSCRIPTIONS)
     return call.page("subscriptions", records, view=lambda s: state.view(call, s))
 
 

@@ -1,0 +1,286 @@
+"""The SQL layer both SQL stores share: the schema, its version, and one world's rows.
+
+Every document of a world (platform/documents.py) is one row of ``docs``: its key (a JSON
+array), its value as JSON text (NULL once deleted, so that other processes learn of the
+deletion), the revision that last wrote it and its place in order (``ord``: where it first
+appeared, so that a world read back has its records, workspaces and price table in the
+order they were made). ``worlds`` holds each world's revision, bumped by every write, and
+its epoch, bumped when a reset or restore replaces the whole world. A process that knows a
+world at revision r reads ``docs WHERE rev > r`` to catch up.
+
+The dialects differ in three places, and only there: parameter marks, how a session takes
+the world's write lock (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: an advisory lock), and how
+a write is made cheap (PostgreSQL: one pipelined round trip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import orjson
+
+from mockserver.platform.documents import DocKey
+from mockserver.store.base import Delta, Row, SchemaError, StoreError, Write
+
+SCHEMA_VERSION = 1
+ORD_STRIDE = 1 << 20  # ords of one write: (rev * stride) + its position in the write
+
+# Each entry turns a store of version i (its index) into version i + 1.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE TABLE worlds (id TEXT PRIMARY KEY, rev BIGINT NOT NULL, epoch BIGINT NOT NULL)",
+        "CREATE TABLE docs (world TEXT NOT NULL, key TEXT NOT NULL, ord BIGINT NOT NULL,"
+        " rev BIGINT NOT NULL, doc TEXT, PRIMARY KEY (world, key))",
+        "CREATE INDEX docs_rev ON docs (world, rev)",
+        "CREATE TABLE secrets (world TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
+        " PRIMARY KEY (world, name))",
+        "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, spec TEXT NOT NULL,"
+        " created_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION NOT NULL)",
+    ),
+)
+
+
+def encode_key(key: DocKey) -> str:
+    return orjson.dumps(list(key)).decode()
+
+
+def decode_key(text: str) -> DocKey:
+    return tuple(orjson.loads(text))
+
+
+def encode_value(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def lock_id(world: str) -> int:
+    """A world's advisory lock number (a signed 64-bit integer)."""
+    digest = hashlib.blake2b(f"mockserver:{world}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Dialect:
+    """How one database speaks: overridden by sqlite.py and postgres.py."""
+
+    name = "sql"
+    shared = False
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def lock_schema(self) -> None:
+        """Hold off other processes while the schema is made or migrated (in a transaction)."""
+
+    def begin_locked(self, world: str) -> tuple[int, int] | None:
+        """Open a transaction holding ``world``'s write lock; its (rev, epoch), or None when
+        the world has no row."""
+        raise NotImplementedError
+
+    def finish(self, world: str, change: Write | None, rev: int, epoch: int) -> None:
+        """Write a session's rows, if any, and commit the transaction :meth:`begin_locked`
+        opened (a StoreError, and nothing kept, when the world is not at ``rev``)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SqlStore:
+    """A database holding any number of worlds (the default one, and sandboxes)."""
+
+    def __init__(self, dialect: Dialect, describe: str) -> None:
+        self.dialect = dialect
+        self.describe = describe  # for messages: a path, or a URL without its password
+        # One connection per process: every session of every world in it holds this lock.
+        self.lock = asyncio.Lock()
+        self._migrate()
+
+    def _migrate(self, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> None:
+        db = self.dialect
+        db.execute("BEGIN")
+        try:
+            db.lock_schema()
+            db.execute("CREATE TABLE IF NOT EXISTS kit_schema (version INTEGER NOT NULL)")
+            found = db.execute("SELECT version FROM kit_schema")
+            version = int(found[0][0]) if found else 0
+            if version > len(migrations):
+                raise SchemaError(
+                    f"{self.describe} was written by a newer kit (state schema {version}; "
+                    f"this kit reads up to {len(migrations)}): upgrade the kit, or give "
+                    "another --state"
+                )
+            for step in migrations[version:]:
+                for statement in step:
+                    db.execute(statement)
+            if not found:
+                db.execute("INSERT INTO kit_schema (version) VALUES (%s)", (len(migrations),))
+            elif version < len(migrations):
+                db.execute("UPDATE kit_schema SET version = %s", (len(migrations),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def world(self, world_id: str) -> SqlWorld:
+        return SqlWorld(self, world_id)
+
+    def _in_transaction(self, *statements: tuple[str, Sequence[Any]]) -> list[tuple[Any, ...]]:
+        """Run statements in one transaction; the rows of the last."""
+        db = self.dialect
+        db.execute("BEGIN")
+        try:
+            rows: list[tuple[Any, ...]] = []
+            for sql, params in statements:
+                rows = db.execute(sql, params)
+            db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(StoreError):
+                db.execute("ROLLBACK")
+            raise
+        return rows
+
+    # -- the sandbox registry (sandboxes.py): every process sees every sandbox ---------------
+
+    def add_sandbox(self, sandbox_id: str, spec: dict[str, Any], now: float) -> None:
+        self._in_transaction(
+            ("INSERT INTO sandboxes (id, spec, created_at, used_at) VALUES (%s, %s, %s, %s)",
+             (sandbox_id, encode_value(spec), now, now)),
+        )  # fmt: skip
+
+    def sandbox(self, sandbox_id: str, now: float | None) -> tuple[dict[str, Any], float] | None:
+        """A live sandbox's spec and creation time (None: ended); ``now`` marks it used."""
+        if now is None:
+            sql, params = "SELECT spec, created_at FROM sandboxes WHERE id = %s", (sandbox_id,)
+        else:
+            sql = "UPDATE sandboxes SET used_at = %s WHERE id = %s RETURNING spec, created_at"
+            params = (now, sandbox_id)
+        found = self._in_transaction((sql, params))
+        return (orjson.loads(found[0][0]), float(found[0][1])) if found else None
+
+    def sandboxes(self) -> list[tuple[str, float]]:
+        """The live sandboxes' ids and last use, oldest first."""
+        rows = self.dialect.execute("SELECT id, used_at FROM sandboxes ORDER BY created_at, id")
+        return [(str(i), float(used)) for i, used in rows]
+
+    def end_sandbox(self, sandbox_id: str) -> bool:
+        """Forget a sandbox and its world; whether it was live."""
+        found = self._in_transaction(
+            ("DELETE FROM docs WHERE world = %s", (sandbox_id,)),
+            ("DELETE FROM secrets WHERE world = %s", (sandbox_id,)),
+            ("DELETE FROM worlds WHERE id = %s", (sandbox_id,)),
+            ("DELETE FROM sandboxes WHERE id = %s RETURNING id", (sandbox_id,)),
+        )
+        return bool(found)
+
+    def close(self) -> None:
+        self.dialect.close()
+
+
+class SqlWorld:
+    """One world of a :class:`SqlStore` (the store interface of base.py)."""
+
+    def __init__(self, store: SqlStore, world_id: str) -> None:
+        self.store = store
+        self.id = world_id
+        self.db = store.dialect
+        self.shared = store.dialect.shared
+
+    def begin(self) -> tuple[int, int]:
+        found = self.db.begin_locked(self.id)
+        if found is None:
+            self.db.execute(
+                "INSERT INTO worlds (id, rev, epoch) VALUES (%s, 0, 0) ON CONFLICT DO NOTHING",
+                (self.id,),
+            )
+            return 0, 0
+        return found
+
+    def changes(self, rev: int, epoch: int) -> Delta:
+        found = self.db.execute("SELECT rev, epoch FROM worlds WHERE id = %s", (self.id,))
+        now_rev, now_epoch = (int(found[0][0]), int(found[0][1])) if found else (0, 0)
+        whole = epoch != now_epoch
+        if whole:
+            rows = self.db.execute(
+                "SELECT key, doc, ord FROM docs WHERE world = %s AND doc IS NOT NULL ORDER BY ord",
+                (self.id,),
+            )
+        else:
+            rows = self.db.execute(
+                "SELECT key, doc, ord FROM docs WHERE world = %s AND rev > %s ORDER BY ord",
+                (self.id, rev),
+            )
+        return Delta(
+            now_rev,
+            now_epoch,
+            [
+                Row(decode_key(key), None if doc is None else orjson.loads(doc), int(ord_))
+                for key, doc, ord_ in rows
+            ],
+            whole,
+        )
+
+    def finish(self, change: Write | None, rev: int, epoch: int) -> tuple[int, int]:
+        """Write a session's changes over revision ``rev`` (the one this process knows) and
+        commit; the new (rev, epoch)."""
+        self.db.finish(self.id, change, rev, epoch)
+        if change is None:
+            return rev, epoch
+        return rev + 1, epoch + 1 if change.whole else epoch
+
+    def rollback(self) -> None:
+        try:
+            self.db.execute("ROLLBACK")
+        except Exception as exc:  # the connection may be gone: nothing left to undo there
+            raise StoreError(f"{self.store.describe}: {type(exc).__name__}") from exc
+
+    def secret(self, name: str, make: Callable[[], bytes]) -> bytes:
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.execute(
+                "INSERT INTO secrets (world, name, value) VALUES (%s, %s, %s)"
+                " ON CONFLICT DO NOTHING",
+                (self.id, name, base64.b64encode(make()).decode()),
+            )
+            found = db.execute(
+                "SELECT value FROM secrets WHERE world = %s AND name = %s", (self.id, name)
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return base64.b64decode(found[0][0])
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def rows_of(change: Write, rev: int) -> list[tuple[str, int, int, str | None]]:
+    """(key, ord, rev, doc) of every document a write puts, in order."""
+    new_rev = rev + 1
+    base = 0 if change.whole else new_rev * ORD_STRIDE
+    return [
+        (encode_key(key), base + i, new_rev, None if value is None else encode_value(value))
+        for i, (key, value) in enumerate(change.docs)
+    ]
+
+
+UPSERT = (
+    "INSERT INTO docs (world, key, ord, rev, doc) VALUES (%s, %s, %s, %s, %s)"
+    " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = excluded.doc"
+)
+BUMP = "UPDATE worlds SET rev = %s, epoch = %s WHERE id = %s AND rev = %s"
+
+
+def conflict(describe: str) -> StoreError:
+    return StoreError(
+        f"{describe}: the world changed under this process's lock (another writer without "
+        "the lock?); the request was not kept"
+    )

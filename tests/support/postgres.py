@@ -1,0 +1,106 @@
+"""A PostgreSQL server for the tests: the one ``MOCKSERVER_TEST_PG_URL`` names, else a
+throwaway cluster started here from the machine's PostgreSQL binaries (``initdb``; as the
+``postgres`` user when the tests run as root), on a free loopback port, stopped at exit.
+
+:func:`server_url` answers None when neither is possible; tests then skip with the reason
+(:data:`UNAVAILABLE`), except under CI (``CI`` set), where a missing server is a failure.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+UNAVAILABLE: str = ""
+_url: str | None = None
+_tried = False
+
+
+def _binaries() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    for root in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (root / "initdb").exists():
+            return root
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return command
+    return ["runuser", "-u", "postgres", "--", *command]
+
+
+def _start() -> str | None:
+    global UNAVAILABLE
+    bin_dir = _binaries()
+    if bin_dir is None:
+        UNAVAILABLE = "no PostgreSQL server: set MOCKSERVER_TEST_PG_URL or install postgresql"
+        return None
+    base = Path(tempfile.mkdtemp(prefix="mockserver-pg-"))
+    data = base / "data"
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres")
+    port = _free_port()
+    try:
+        subprocess.run(
+            _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres",
+                          "--auth=trust", "-E", "UTF8", "--no-sync"]),
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        subprocess.run(
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l",
+                          str(base / "log"), "-o",
+                          f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off",
+                          "start"]),
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        UNAVAILABLE = f"could not start a PostgreSQL server here: {exc}"
+        return None
+
+    def stop() -> None:
+        subprocess.run(
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+        shutil.rmtree(base, ignore_errors=True)
+
+    atexit.register(stop)
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
+def server_url() -> str | None:
+    """The URL of a server to test against (a database the tests may fill), or None."""
+    global _url, _tried
+    if not _tried:
+        _tried = True
+        _url = os.environ.get("MOCKSERVER_TEST_PG_URL") or _start()
+    return _url
+
+
+def fresh_schema_url() -> str:
+    """A URL whose connections use a new, empty schema (one mock's tables, apart)."""
+    import psycopg
+
+    url = server_url()
+    if url is None:
+        raise RuntimeError(UNAVAILABLE)
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    joiner = "&" if "?" in url else "?"
+    return f"{url}{joiner}options=-csearch_path%3D{schema}"
