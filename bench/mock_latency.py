@@ -15,43 +15,14 @@ import json
 import resource
 import time
 
+from asgi import request  # bench/asgi.py, beside this script
+
 from mockserver.app import create_app
 from mockserver.settings import Settings
 
-OWNER = b"Bearer sk_test_acme_owner"
-
 
 async def call(app, method: str, path: str, query: str = "", body: bytes = b"", headers=()) -> int:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query.encode(),
-        "root_path": "",
-        "headers": [(b"authorization", OWNER), (b"content-type", b"application/json"), *headers],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 8080),
-    }
-    sent = False
-    status = 0
-
-    async def receive():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    async def send(message):
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    await app(scope, receive, send)
+    status, _ = await request(app, method, path, query, body, headers)
     return status
 
 

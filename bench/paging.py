@@ -19,46 +19,20 @@ import statistics
 import time
 from typing import Any
 
+from asgi import request  # bench/asgi.py, beside this script
+
 from mockserver.app import create_app
 from mockserver.settings import Settings
 
-OWNER = b"Bearer sk_test_acme_owner"
 WORKSPACE = "ws_acme"
 CREATED = "2026-09-01T09:00:00Z"
 
 
 async def get(app: Any, path: str, query: str) -> dict[str, Any]:
     """One GET through the ASGI app: the parsed body (asserts a 200)."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": query.encode(),
-        "root_path": "",
-        "headers": [(b"authorization", OWNER)],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 8080),
-    }
-    status = 0
-    chunks: list[bytes] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
-
-    await app(scope, receive, send)
-    assert status == 200, (status, b"".join(chunks)[:300])
-    body: dict[str, Any] = json.loads(b"".join(chunks))
+    status, raw = await request(app, "GET", path, query)
+    assert status == 200, (status, raw[:300])
+    body: dict[str, Any] = json.loads(raw)
     return body
 
 

@@ -15,6 +15,7 @@ answers 500 ``internal_error``, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -39,6 +40,7 @@ from mockserver.platform.validation import MISSING
 from mockserver.registry import Binding
 from mockserver.runtime import Runtime
 from mockserver.store import StoreError
+from mockserver.store.replica import retrying
 
 log = logging.getLogger("mockserver")
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -125,14 +127,16 @@ class Dispatcher:
         raw: bytes | None = None
         code: str | None = None
         try:
-            async with rt.session():  # with a SQL store: caught up first, written before sent
+            # With a shared store: caught up with other processes first, in the same round
+            # trip as the caller's rate-limit count (when the caller can be told beforehand).
+            async with rt.session(counting=self.counted_identity(rt, op, request)):
                 if op is None:
                     raise ApiError("not_found", f"no operation answers {request.method} {path}")
                 rt.scheduler.tick()  # bring time-driven state up to now before answering
-                fault = rt.faults.take(op.operation_id, request.scope["path"])
+                fault = rt.take_fault(op.operation_id, request.scope["path"])
                 if fault is not None:
                     if fault.delay_ms:
-                        await rt.pause(fault.delay_ms / 1000)
+                        await asyncio.sleep(fault.delay_ms / 1000)
                     if fault.before_auth:
                         raise fault.error()  # type: ignore[misc]
                 if op.public:
@@ -231,6 +235,18 @@ class Dispatcher:
         )
         return response
 
+    def counted_identity(self, rt: Runtime, op: Operation | None, request: Request) -> str | None:
+        """The rate-limit identity this request will be counted under, told from the world
+        as this process holds it (None when the store does not share buckets, the operation
+        is never counted, a fault may answer first, or the key would be refused)."""
+        if rt.rate.shared is None or op is None or op.public or rt.faults.active:
+            return None
+        try:
+            caller = authenticate(rt.world, request.headers.get("authorization"), None)
+        except ApiError:
+            return None
+        return rt.seams.rate_identity(caller)
+
     async def read_raw(self, request: Request) -> bytes:
         """The body's bytes; 413 for a body over the limit (declared or streamed)."""
         declared = request.headers.get("content-length")
@@ -258,8 +274,15 @@ class Dispatcher:
         """Run the handler as one transaction; its changes are kept once the response is built.
 
         With an Idempotency-Key, the kept answer is replayed (second element True), or the
-        success is kept in the same transaction. Any exception undoes every change.
+        success is kept in the same transaction. Any exception undoes every change. When
+        another process sharing the store wrote first, it runs again on what that process
+        wrote (store/replica.py): the replay, say, of the same Idempotency-Key.
         """
+        return await retrying(rt, lambda: self._transact(rt, binding, call, key, print_))
+
+    async def _transact(
+        self, rt: Runtime, binding: Binding, call: Call, key: str | None, print_: str
+    ) -> tuple[Response, bool]:
         idempotency = rt.idempotency
         workspace_id = call.workspace_id
         with rt.transaction():

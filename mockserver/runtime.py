@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets as secrets_
@@ -19,7 +18,7 @@ from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
 from mockserver.platform.cursors import CursorCodec
 from mockserver.platform.delivery import DeliveryWorker
 from mockserver.platform.documents import DocKey
-from mockserver.platform.faults import Faults
+from mockserver.platform.faults import Fault, Faults
 from mockserver.platform.idempotency import Idempotency
 from mockserver.platform.journal import Journal
 from mockserver.platform.ratelimit import RateLimiter
@@ -29,7 +28,8 @@ from mockserver.platform.transactions import Transaction, active, transaction
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.seams import Seams
 from mockserver.settings import Settings
-from mockserver.store.replica import Replica
+from mockserver.store.base import StoreError
+from mockserver.store.replica import Replica, retrying_sync
 from mockserver.store.sql import SqlWorld
 from mockserver.world import World
 
@@ -96,7 +96,9 @@ class Runtime:
             open_cursor=self.seams.open_cursor,
         )
         self.rate = RateLimiter(
-            self.settings.rate_limit or self.contract.rate_limit_per_minute, self.clock
+            self.settings.rate_limit or self.contract.rate_limit_per_minute,
+            self.clock,
+            shared=store if store is not None and store.shared else None,
         )
         self.idempotency = Idempotency(
             lambda: self.world,
@@ -115,9 +117,8 @@ class Runtime:
         self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
         self._commit_listeners: list[CommitListener] = []
         self.replica = Replica(self, store) if store is not None else None
-        if self.replica is not None and not store.shared:  # type: ignore[union-attr]
-            with self.replica.held():
-                self.delivery.release_claims()  # this process is the file's only one
+        if store is not None and not store.shared:
+            self.delivery.release_claims()  # this process is the file's only one
 
     def _kept_secret(self, name: str, make: Callable[[], bytes]) -> bytes | None:
         """A key kept with the world when a store holds it (so cursors and ids outlive the
@@ -136,20 +137,33 @@ class Runtime:
         """Take a whole world read from a store (outside any transaction)."""
         self.world = self._keyed(self.seams.world(data, seed=self.settings.seed))
 
-    def session(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """Hold the world for one unit of work (a request, a tick, a delivery's result):
-        with a SQL store, catch up with other processes first and write the changes at the
-        end (store/replica.py); in memory, nothing to do."""
+    def session(self, counting: str | None = None) -> contextlib.AbstractAsyncContextManager[None]:
+        """One unit of work (a request, a tick, a delivery step): with a store other
+        processes share, caught up with what they wrote first (store/replica.py), and, when
+        ``counting`` names a rate-limit identity, that identity's request counted with it."""
         if self.replica is None:
             return _NO_SESSION
-        return self.replica.session()
+        return self.replica.session(counting)
 
-    async def pause(self, seconds: float) -> None:
-        """Wait ``seconds`` without holding the world (an injected delay)."""
-        if self.replica is None:
-            await asyncio.sleep(seconds)
-        else:
-            await self.replica.pause(seconds)
+    def take_fault(self, operation_id: str | None, path: str) -> Fault | None:
+        """The first live fault matching a request, used up by one (kept in the store, so
+        that a fault for N requests fires N times across every process)."""
+        replica = self.replica
+        if replica is None:
+            return self.faults.take(operation_id, path)
+
+        def take() -> Fault | None:
+            before = self.faults.dump()
+            fault = self.faults.take(operation_id, path)
+            if fault is not None:
+                try:
+                    replica.keep_runtime_state()
+                except StoreError:
+                    self.faults.load(before)
+                    raise
+            return fault
+
+        return retrying_sync(self, take)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -170,6 +184,8 @@ class Runtime:
                 yield
                 if self._commit_listeners:
                     self._committing(tx, world)
+                if self.replica is not None:  # the store, last: its write may fail (Conflict)
+                    self.replica.committed(frozenset(tx.changed()), self.world is not world)
         except BaseException:
             self.world = world
             if moment is not None and self.clock.now() != moment:

@@ -93,10 +93,6 @@ class SandboxManager:
         self._live: dict[str, Sandbox] = {}
         self._swept = 0.0
 
-    def _held(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        """The store's connection, for the registry and a new sandbox's first session."""
-        return self.store.lock if self.store is not None else contextlib.nullcontext()
-
     # -- lookup ------------------------------------------------------------------------------
 
     async def get(self, sandbox_id: str) -> Sandbox:
@@ -119,18 +115,17 @@ class SandboxManager:
             if found is not None:
                 found.used = now
             return found
-        async with self._held():
-            touch = found is None or now - found.used >= 1.0  # a write at most once a second
-            row = self.store.sandbox(sandbox_id, now if touch else None)
-            if row is None:
-                if found is not None:  # ended by another process
-                    self._live.pop(sandbox_id, None)
-                    await found.runtime.delivery.stop()
-                return None
-            if found is None:
-                found = self._adopt(sandbox_id, *row)
-            found.used = now
-            return found
+        touch = found is None or now - found.used >= 1.0  # a write at most once a second
+        row = self.store.sandbox(sandbox_id, now if touch else None)
+        if row is None:
+            if found is not None:  # ended by another process
+                self._live.pop(sandbox_id, None)
+                await found.runtime.delivery.stop()
+            return None
+        if found is None:
+            found = self._adopt(sandbox_id, *row)
+        found.used = now
+        return found
 
     async def all(self) -> list[Sandbox]:
         if self.store is None:
@@ -160,27 +155,26 @@ class SandboxManager:
         seed: int | None = None,
     ) -> Sandbox:
         await self.expire()
-        async with self._held():
-            live = len(self.store.sandboxes()) if self.store is not None else len(self._live)
-            if live >= self.limit:
-                raise ApiError(
-                    "conflict",
-                    f"{self.limit} sandboxes are live; end one (DELETE /_mock/sandboxes/{{id}}) "
-                    "or let idle ones expire",
-                    details={"reason": "sandbox_limit", "limit": self.limit},
-                )
-            sandbox_id = ID_PREFIX + secrets.token_hex(ID_HEX // 2)
-            keys = self._new_keys(sandbox_id, workspace)
-            spec = {"workspace": workspace, "clock": clock, "start": start, "seed": seed}
-            now = self.now()
-            sandbox = self._build(sandbox_id, spec, keys, now)
-            if self.store is not None:
-                sealed = [{**key, "key": self.parent.secrets.seal(key["key"])} for key in keys]
-                self.store.add_sandbox(sandbox_id, {**spec, "keys": sealed}, now)
-            if clock == "real":
-                async with sandbox.runtime.session():
-                    sandbox.runtime.scheduler.tick(force=True)
-            return sandbox
+        live = len(self.store.sandboxes()) if self.store is not None else len(self._live)
+        if live >= self.limit:
+            raise ApiError(
+                "conflict",
+                f"{self.limit} sandboxes are live; end one (DELETE /_mock/sandboxes/{{id}}) "
+                "or let idle ones expire",
+                details={"reason": "sandbox_limit", "limit": self.limit},
+            )
+        sandbox_id = ID_PREFIX + secrets.token_hex(ID_HEX // 2)
+        keys = self._new_keys(sandbox_id, workspace)
+        spec = {"workspace": workspace, "clock": clock, "start": start, "seed": seed}
+        now = self.now()
+        sandbox = self._build(sandbox_id, spec, keys, now)
+        if self.store is not None:
+            sealed = [{**key, "key": self.parent.secrets.seal(key["key"])} for key in keys]
+            self.store.add_sandbox(sandbox_id, {**spec, "keys": sealed}, now)
+        if clock == "real":
+            async with sandbox.runtime.session():
+                sandbox.runtime.scheduler.tick(force=True)
+        return sandbox
 
     def _adopt(self, sandbox_id: str, spec: dict[str, Any], created: float) -> Sandbox:
         """A sandbox another process made: its runtime here, over its world in the store."""
@@ -255,8 +249,7 @@ class SandboxManager:
         sandbox = self._live.pop(sandbox_id, None)
         ended = sandbox is not None
         if self.store is not None:
-            async with self._held():
-                ended = self.store.end_sandbox(sandbox_id)
+            ended = self.store.end_sandbox(sandbox_id)
         if sandbox is not None:
             await sandbox.runtime.delivery.stop()
         if not ended:
@@ -272,8 +265,7 @@ class SandboxManager:
             if now - self._swept < 1.0:
                 return []
             self._swept = now
-            async with self._held():
-                ended = [i for i, used in self.store.sandboxes() if now - used > self.ttl]
+            ended = [i for i, used in self.store.sandboxes() if now - used > self.ttl]
         for sandbox_id in ended:
             with contextlib.suppress(ApiError):
                 await self.end(sandbox_id)

@@ -23,14 +23,15 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from mockserver.areas import AREAS
-from mockserver.contract import Contract
+from mockserver.contract import Contract, Operation
 from mockserver.dispatch import Router, error_response, request_path, store_unavailable
 from mockserver.platform.envelope import json_response, new_request_id
 from mockserver.platform.errors import ApiError, not_found
 from mockserver.platform.jsonbody import JsonReader
-from mockserver.platform.validation import compile_all
+from mockserver.platform.validation import Validated, compile_all
 from mockserver.runtime import Runtime
 from mockserver.store import StoreError
+from mockserver.store.replica import retrying
 
 log = logging.getLogger("mockserver.control")
 
@@ -145,11 +146,7 @@ class ControlPlane:
                 else:
                     async with rt.session():  # store/replica.py
                         rt.scheduler.tick()
-                        with rt.transaction():  # as on the API: all of its changes, or none
-                            result = _CONTROL[op.operation_id](rt, valid)
-                            if inspect.isawaitable(result):
-                                result = await result
-                            response = json_response(200, {"success": True, **result})
+                        response = await retrying(rt, lambda: self.transact(op, rt, valid))
         except ApiError as error:
             response = error_response(error)
         except StoreError as error:
@@ -160,6 +157,15 @@ class ControlPlane:
             response = error_response(ApiError("internal_error", "control plane error"))
         response.headers["x-request-id"] = request_id
         return response
+
+    async def transact(self, op: Operation, rt: Runtime, valid: Validated) -> Response:
+        """The handler and its answer in one transaction: all of its changes, or none (as on
+        the API)."""
+        with rt.transaction():
+            result = _CONTROL[op.operation_id](rt, valid)
+            if inspect.isawaitable(result):
+                result = await result
+            return json_response(200, {"success": True, **result})
 
     def check_token(self, authorization: str | None) -> None:
         if self.token is None:

@@ -36,6 +36,7 @@ import httpx
 from mockserver.platform import signing, urlpolicy
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.transactions import plain
+from mockserver.store.replica import retrying_sync
 
 if TYPE_CHECKING:
     from mockserver.runtime import Runtime
@@ -282,13 +283,7 @@ class DeliveryWorker:
         """Claim the deliveries due now and start an attempt for each (in a session: with a
         shared store, one process claims a delivery, and the others leave it)."""
         started = []
-        with self.rt.transaction():
-            claimed = []
-            for record in self._due():
-                token = f"{self.holder}.{secrets.token_hex(6)}"
-                record["_claim"] = {"token": token, "until": time.time() + self.lease}
-                claimed.append((token, record))
-        for token, record in claimed:
+        for token, record in retrying_sync(self.rt, self._claim_due):
             # A fresh context: an attempt never joins the transaction of whoever started it.
             task = asyncio.get_running_loop().create_task(
                 self._attempt(record["id"], token), context=contextvars.Context()
@@ -297,6 +292,15 @@ class DeliveryWorker:
             task.add_done_callback(lambda _t, token=token: self._in_flight.pop(token, None))
             started.append(task)
         return started
+
+    def _claim_due(self) -> list[tuple[str, dict[str, Any]]]:
+        with self.rt.transaction():
+            claimed = []
+            for record in self._due():
+                token = f"{self.holder}.{secrets.token_hex(6)}"
+                record["_claim"] = {"token": token, "until": time.time() + self.lease}
+                claimed.append((token, record))
+        return claimed
 
     async def _run(self) -> None:
         assert self._wakeup is not None
@@ -343,15 +347,9 @@ class DeliveryWorker:
     async def _attempt(self, delivery_id: str, token: str) -> None:
         rt = self.rt
         async with rt.session():
-            record = self._claimed(delivery_id, token)
+            record = retrying_sync(rt, lambda: self._live_or_cancel(delivery_id, token))
             if record is None:
                 return
-            if not self._target_live(record):
-                with rt.transaction():
-                    record["state"], record["nextAttemptAt"] = "cancelled", None
-                    del record["_claim"]
-                return
-            record = plain(record)  # what the attempt sends; the world may move on meanwhile
         number = len(record["attempts"]) + 1
         sent_at = rt.clock.now()
         started = time.perf_counter()
@@ -380,12 +378,31 @@ class DeliveryWorker:
         latency = round((time.perf_counter() - started) * 1000, 1)
         outcome = self._outcome(status, permanent)
         async with rt.session():
-            current = self._claimed(delivery_id, token)
-            if current is None:
-                return
-            with rt.transaction():
-                del current["_claim"]
-                self._record(current, number, sent_at, status, error, latency, outcome, retry_after)
+
+            def record_result() -> None:
+                current = self._claimed(delivery_id, token)
+                if current is not None:
+                    with rt.transaction():
+                        del current["_claim"]
+                        self._record(
+                            current, number, sent_at, status, error, latency, outcome, retry_after
+                        )
+
+            retrying_sync(rt, record_result)
+
+    def _live_or_cancel(self, delivery_id: str, token: str) -> dict[str, Any] | None:
+        """A copy of the claimed delivery to send (the world may move on meanwhile), or None
+        when the claim is gone or the target no longer takes deliveries (then cancelled)."""
+        record = self._claimed(delivery_id, token)
+        if record is None:
+            return None
+        if not self._target_live(record):
+            with self.rt.transaction():
+                record["state"], record["nextAttemptAt"] = "cancelled", None
+                del record["_claim"]
+            return None
+        copied: dict[str, Any] = plain(record)
+        return copied
 
     def _record(
         self,

@@ -99,6 +99,11 @@ class Faults:
     credential_store: CredentialStoreOutage | None = None  # None: reachable
     _next: int = 0
 
+    @property
+    def active(self) -> bool:
+        """Whether any fault or outage may answer a request."""
+        return bool(self.rules) or self.credential_store is not None
+
     def add(self, spec: dict[str, Any]) -> Fault:
         """Add a fault from the control plane's body (already validated there)."""
         self._next += 1

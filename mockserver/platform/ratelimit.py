@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mockserver.platform.clock import Clock
 
@@ -37,42 +37,54 @@ class RateState:
 
 
 class RateLimiter:
-    def __init__(self, limit: int, clock: Clock) -> None:
+    def __init__(self, limit: int, clock: Clock, shared: SharedBuckets | None = None) -> None:
+        """``shared``: buckets kept in a store every process counts in (store/sql.py)."""
         self.limit = limit
         self.clock = clock
         self._windows: dict[str, tuple[float, int]] = {}  # identity -> (window start, count)
-        self.changed: set[str] = set()  # identities counted since a store last wrote them
+        self.shared = shared
+        # A count the store made with the catch-up of this request (identity, start, count).
+        self.counted: tuple[str, float, int] | None = None
 
     def hit(self, identity: str) -> RateState:
         """Count one request; a refused request is not counted."""
         now = self.clock.timestamp()
+        if self.shared is not None:
+            counted, self.counted = self.counted, None
+            if counted is not None and counted[0] == identity:
+                start, count = counted[1], counted[2]
+            else:
+                start, count = self.shared.rate_hit(identity, now, self.limit, WINDOW_SECONDS)
+            reset = max(1, math.ceil(start + WINDOW_SECONDS - now))
+            if count > self.limit:
+                return RateState(self.limit, 0, reset, allowed=False)
+            return RateState(self.limit, self.limit - count, reset, allowed=True)
         start, count = self._windows.get(identity, (now, 0))
         if now >= start + WINDOW_SECONDS:
             start, count = now, 0
         reset = max(1, math.ceil(start + WINDOW_SECONDS - now))
         if count >= self.limit:
             self._windows[identity] = (start, count)
-            self.changed.add(identity)
             return RateState(self.limit, 0, reset, allowed=False)
         count += 1
         self._windows[identity] = (start, count)
-        self.changed.add(identity)
         return RateState(self.limit, self.limit - count, reset, allowed=True)
 
     def reset(self) -> None:
-        self.changed.update(self._windows)
+        if self.shared is not None:
+            self.shared.rate_reset()
         self._windows.clear()
 
-    def window(self, identity: str) -> tuple[float, int] | None:
-        """An identity's window (start, count), or None."""
-        return self._windows.get(identity)
 
-    def load(self, identity: str, window: tuple[float, int] | None) -> None:
-        """Take an identity's window another process counted (a shared store)."""
-        if window is None:
-            self._windows.pop(identity, None)
-        else:
-            self._windows[identity] = (float(window[0]), int(window[1]))
+class SharedBuckets(Protocol):
+    """Buckets every process counts in (a PostgreSQL store's world: store/sql.py)."""
+
+    def rate_hit(self, identity: str, now: float, limit: int, window: int) -> tuple[float, int]:
+        """Count one request: the window's start and the count after it (over ``limit``:
+        refused, and not counted)."""
+        ...
+
+    def rate_reset(self) -> None: ...
 
 
 def never_counted(rt: Runtime, op: Operation, headers: Mapping[str, str]) -> RateState | None:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from mockserver.store.replica import retrying_sync
+
 if TYPE_CHECKING:
     from mockserver.runtime import Runtime
 
@@ -49,15 +51,19 @@ class Scheduler:
             return
         self._running = True
         try:
-            upcoming: list[float] = []
-            with self.runtime.transaction():  # its own, or the caller's when one is open
-                for func in list(_TICKERS.values()):
-                    when = func(self.runtime, now)
-                    if when is not None:
-                        upcoming.append(when)
-            self.next_due = min(upcoming) if upcoming else None
+            # Run again, caught up, when another process sharing the store wrote first.
+            self.next_due = retrying_sync(self.runtime, lambda: self._run(now))
         finally:
             self._running = False
+
+    def _run(self, now: datetime) -> float | None:
+        upcoming: list[float] = []
+        with self.runtime.transaction():  # its own, or the caller's when one is open
+            for func in list(_TICKERS.values()):
+                when = func(self.runtime, now)
+                if when is not None:
+                    upcoming.append(when)
+        return min(upcoming) if upcoming else None
 
     def describe(self) -> dict[str, Any]:
         return {"tickers": sorted(_TICKERS), "nextDue": self.next_due}

@@ -2,10 +2,10 @@
 
 The areas never see a store: they read and change the world's tree (world.py) inside
 transactions, and a transaction names the documents it changed (platform/documents.py). A
-:class:`~mockserver.store.replica.Replica` writes those documents to a SQL store when the
-request's session ends, before the response is sent, and brings in what other processes
-wrote when the next session starts. So the in-memory store costs nothing, and the two SQL
-stores share one layer (sql.py) that differs only where the dialects do.
+:class:`~mockserver.store.replica.Replica` writes those documents to a SQL store as the
+transaction ends, before the response is sent, and brings in what other processes wrote when
+the next unit of work starts. So the in-memory store costs nothing, and the two SQL stores
+share one layer (sql.py) that differs only where the dialects do.
 """
 
 from __future__ import annotations

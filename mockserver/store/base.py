@@ -14,6 +14,11 @@ class StoreError(Exception):
     operator and never holds a secret."""
 
 
+class Conflict(StoreError):
+    """Another process wrote to the world since this one last caught up: the transaction is
+    undone, and the caller catches up and runs it again."""
+
+
 class SchemaError(StoreError):
     """The store was written by a kit with another schema and cannot be opened as it is."""
 
@@ -43,37 +48,37 @@ class Delta:
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """One session's changes: documents to write (value None: delete), or a whole world."""
+    """One transaction's changes: documents to write (value None: delete), or (``whole``)
+    every document of the world, replacing what the store held."""
 
     docs: Sequence[tuple[DocKey, Any]]
     whole: bool
-    durable: bool = True  # False: only state that need not survive a crash (rate buckets)
 
 
 class WorldStore(Protocol):
-    """One world in a SQL store. Calls come from one thread at a time (the event loop's),
-    inside a session: :meth:`begin`, then reads, then :meth:`finish` (or :meth:`rollback`)."""
+    """One world in a SQL store (sql.SqlWorld), as store/replica.py uses it. Every call is
+    synchronous and complete when it returns (no transaction is left open across awaits)."""
 
-    shared: bool  # other processes may write to it (PostgreSQL): state must be refreshed
+    shared: bool  # other processes may write to it (PostgreSQL): catch up before each use
 
-    def begin(self) -> tuple[int, int]:
-        """Open a transaction holding the world's write lock; answers its (rev, epoch)."""
+    def ensure(self) -> None:
+        """Make the world's row if there is none (revision 0: nothing written yet)."""
         ...
 
-    def changes(self, rev: int, epoch: int) -> Delta:
-        """The documents written after ``rev``, or the whole world when ``epoch`` is not the
-        store's (or nothing was ever written: an empty whole Delta with epoch 0)."""
+    def whole(self) -> Delta:
+        """Everything the store holds of the world."""
         ...
 
-    def finish(self, change: Write | None, rev: int, epoch: int) -> tuple[int, int]:
-        """Write a session's changes (if any) over revision ``rev`` and commit; answers the
-        new (rev, epoch)."""
+    def catch_up(self, rev: int, epoch: int) -> Delta | None:
+        """What others wrote after ``rev``; the whole world when its epoch is not
+        ``epoch``; None when nothing."""
         ...
 
-    def rollback(self) -> None: ...
+    def write(self, change: Write, rev: int, epoch: int) -> tuple[int, int]:
+        """Write one transaction's changes over revision ``rev`` and commit; the new
+        (rev, epoch). :class:`Conflict` (nothing written) when the world is not at ``rev``."""
+        ...
 
     def secret(self, name: str, make: Callable[[], bytes]) -> bytes:
-        """A secret kept with the world (the cursor and id keys), made once."""
+        """A key kept with the world (cursor, id, data keys), made once."""
         ...
-
-    def close(self) -> None: ...

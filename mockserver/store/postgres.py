@@ -1,13 +1,13 @@
 """The shared store: PostgreSQL (``--store postgresql://...``), for many workers and replicas.
 
-Every process keeps the world in memory and the database is the truth they share. A session
-(one request, one tick, one delivery result) takes the world's transaction-scoped advisory
-lock, reads what other processes wrote since it last looked (``docs WHERE rev > r``: usually
-nothing, one round trip), runs, and writes what it changed before COMMIT releases the lock.
-So writes to one world are serialised across every process, as they are inside one: an
-Idempotency-Key executes once, credits are never spent twice, a rate bucket is one bucket.
-A write is one pipelined round trip; a session that wrote only rate buckets commits with
-``synchronous_commit = off`` (they need not survive a crash of the database).
+Every process keeps the world in memory and the database is the truth they share. Each
+request first reads what other processes wrote since this one last looked (one statement:
+usually nothing), then runs in memory; each transaction that changed something writes its
+documents in one pipelined round trip that first moves the world's revision from the one
+this process knows, and fails (nothing written) when another process moved it first: the
+transaction is undone, the process catches up and runs it again (store/replica.py). So
+writes to one world are serialisable across every process: an Idempotency-Key executes
+once, credits are never spent twice. Rate buckets are rows counted by one statement.
 """
 
 from __future__ import annotations
@@ -18,11 +18,28 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mockserver.store.base import StoreError, Write
-from mockserver.store.sql import BUMP, UPSERT, Dialect, SqlStore, conflict, lock_id, rows_of
+from mockserver.store.sql import BUMP, UPSERT, Dialect, SqlStore, conflict, rows_of
 
 # The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
 CHECKED_BUMP = "WITH bumped AS (" + BUMP + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
 
+# A fixed window per identity; a refused request leaves the count at limit + 1.
+RATE_HIT = (
+    "INSERT INTO rate_buckets AS b (world, identity, window_start, count)"
+    " VALUES (%s, %s, %s, 1) ON CONFLICT (world, identity) DO UPDATE SET"
+    " window_start = CASE WHEN %s >= b.window_start + %s THEN %s ELSE b.window_start END,"
+    " count = CASE WHEN %s >= b.window_start + %s THEN 1"
+    " WHEN b.count >= %s THEN %s + 1 ELSE b.count + 1 END"
+    " RETURNING window_start, count"
+)
+# The catch-up (sql.CATCH_UP) and the count of one request, in one statement (a data-modifying
+# WITH runs once, whatever the query reads of it).
+CATCH_UP_COUNTING = (
+    "WITH hit AS (" + RATE_HIT + ")"
+    " SELECT w.rev, w.epoch, d.key, d.doc, d.ord, h.window_start, h.count"
+    " FROM worlds w CROSS JOIN hit h"
+    " LEFT JOIN docs d ON d.world = w.id AND d.rev > %s WHERE w.id = %s ORDER BY d.ord"
+)
 SCHEMA_LOCK = 0x6D6F636B  # "mock": held while one process makes or migrates the schema
 
 
@@ -47,9 +64,14 @@ class PostgresDialect(Dialect):
                 "the PostgreSQL store needs psycopg: pip install 'cgcas-kit[postgresql]'"
             ) from exc
         self.psycopg = psycopg
+        self.tuples_ok = psycopg.pq.ExecStatus.TUPLES_OK
         self.describe = redacted(url)
         try:
             self.conn = psycopg.connect(url, autocommit=True)
+            # Statements outside the world's writes (rate buckets) need not wait for the disk:
+            # a bucket lost with the database server costs nothing. The writes of the world
+            # commit synchronously (SET LOCAL in write()).
+            self.conn.execute("SET synchronous_commit TO off")
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.describe}: {exc}") from exc
 
@@ -59,7 +81,10 @@ class PostgresDialect(Dialect):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             cursor = self.conn.execute(sql, tuple(params) or None, prepare=bool(params))
-            return cursor.fetchall() if cursor.description else []
+            # The result's status, not ``description`` (which builds column objects).
+            result = cursor.pgresult
+            rows = result is not None and result.status == self.tuples_ok
+            return cursor.fetchall() if rows else []
         except self.psycopg.Error as exc:
             raise self._fail(exc) from exc
 
@@ -73,36 +98,20 @@ class PostgresDialect(Dialect):
     def lock_schema(self) -> None:
         self.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
 
-    def begin_locked(self, world: str) -> tuple[int, int] | None:
-        try:
-            with self.conn.pipeline():
-                self.conn.execute("BEGIN")
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id(world),))
-                cursor = self.conn.execute(
-                    "SELECT rev, epoch FROM worlds WHERE id = %s", (world,), prepare=True
-                )
-            found = cursor.fetchone()
-        except self.psycopg.Error as exc:
-            raise self._fail(exc) from exc
-        return (int(found[0]), int(found[1])) if found else None
-
-    def finish(self, world: str, change: Write | None, rev: int, epoch: int) -> None:
+    def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
         conn = self.conn
-        if change is None:
-            self.execute("COMMIT")
-            return
         new_epoch = epoch + 1 if change.whole else epoch
         try:
-            # One round trip: the rows, the revision (a check that nobody wrote without the
-            # lock) and the commit, pipelined. A failed check rolls the whole write back.
+            # One round trip: the revision first (its row lock orders concurrent writers, and
+            # it fails when another process wrote since), then the rows, then the commit.
             with conn.pipeline():
-                if not change.durable:
-                    conn.execute("SET LOCAL synchronous_commit TO OFF")
+                conn.execute("BEGIN")
+                conn.execute("SET LOCAL synchronous_commit TO on")
+                conn.execute(CHECKED_BUMP, (rev + 1, new_epoch, world, rev), prepare=True)
                 if change.whole:
                     conn.execute("DELETE FROM docs WHERE world = %s", (world,))
                 with conn.cursor() as cursor:
                     cursor.executemany(UPSERT, [(world, *row) for row in rows_of(change, rev)])
-                conn.execute(CHECKED_BUMP, (rev + 1, new_epoch, world, rev), prepare=True)
                 conn.execute("COMMIT")
         except self.psycopg.Error as exc:
             with contextlib.suppress(self.psycopg.Error):
@@ -110,6 +119,24 @@ class PostgresDialect(Dialect):
             if isinstance(exc, self.psycopg.errors.DivisionByZero):  # CHECKED_BUMP
                 raise conflict(self.describe) from exc
             raise self._fail(exc) from exc
+
+    def rate_hit(
+        self, world: str, identity: str, now: float, limit: int, window: int
+    ) -> tuple[float, int]:
+        """Count one request in a shared bucket, in one statement: the window's start and
+        count after it (a count over ``limit``: refused, and not counted)."""
+        found = self.execute(RATE_HIT, (world, identity, now, now, window, now, now, window,
+                                        limit, limit))  # fmt: skip
+        return float(found[0][0]), int(found[0][1])
+
+    def catch_up_counting(
+        self, world: str, rev: int, identity: str, now: float, limit: int, window: int
+    ) -> list[tuple[Any, ...]]:
+        params = (world, identity, now, now, window, now, now, window, limit, limit, rev, world)
+        return self.execute(CATCH_UP_COUNTING, params)
+
+    def rate_reset(self, world: str) -> None:
+        self.execute("DELETE FROM rate_buckets WHERE world = %s", (world,))
 
     def close(self) -> None:
         self.conn.close()

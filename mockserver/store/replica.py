@@ -1,21 +1,20 @@
-"""A runtime's world kept in a SQL store: written through at the end of each session, and
-brought up to date at the start of the next.
+"""A runtime's world kept in a SQL store: written through at every commit, caught up at the
+start of every unit of work.
 
-A *session* is one unit of work against the world: an API or control request, a scheduler
-heartbeat, one delivery's claim or result. It holds the world's write lock (in this process
-an :class:`asyncio.Lock`; in the store, sql.py's lock), so sessions of every process that
-shares the store run one after another. At its start the replica reads what other processes
-wrote since (usually nothing); every transaction committed inside it names the documents it
-changed (``Runtime.on_commit``); at its end the replica writes their values as they are then,
-with the runtime state that is not in the tree, and commits, before the response is sent.
+- **Writing.** Every transaction that changed the world (``Runtime.on_commit``) writes the
+  documents it named, with their values as they are at its end, before it commits in memory
+  and so before the response is built and sent. The write moves the world's revision from
+  the one this process knows; when another process moved it first, the write fails with
+  :class:`~mockserver.store.base.Conflict`, nothing is written, and the transaction is undone.
+- **Catching up.** A *session* (one API or control request, a heartbeat tick, a delivery
+  step) starts by reading what other processes wrote since this one last looked (one
+  statement: usually nothing). A SQLite file has one process, so there is never anything
+  to read. :func:`retrying` runs a unit of work again after a conflict, caught up.
 
-Runtime state outside the tree travels as documents too: ``("meta", "clock")`` (the manual
-clock's time), ``("meta", "faults")``, and, only for a store other processes share,
-``("meta", "due")`` (the scheduler's next due time) and ``("rate", identity)`` (a rate-limit
-window).
-
-A transaction committed outside any session (start-up, a test driving the runtime directly)
-is written at once, in a session of its own.
+Runtime state outside the tree is written with the transaction that changed it, as documents
+of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")`` and, for a
+store other processes share, ``("meta", "due")`` (the scheduler's next due time). Rate buckets
+of a shared store are rows of their own (the rate limiter counts them there).
 """
 
 from __future__ import annotations
@@ -23,23 +22,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mockserver.platform.clock import ManualClock, parse_time
 from mockserver.platform.documents import DocKey, place
 from mockserver.platform.envelope import iso_z
-from mockserver.store.base import Delta, StoreError, Write
+from mockserver.platform.ratelimit import WINDOW_SECONDS
+from mockserver.store.base import Conflict, Delta, StoreError, Write
 from mockserver.store.sql import SqlWorld
 
 if TYPE_CHECKING:
-    from mockserver.runtime import Commit, Runtime
+    from mockserver.runtime import Runtime
 
 log = logging.getLogger("mockserver")
-
-_current: ContextVar[Replica | None] = ContextVar("mockserver_session", default=None)
 UNKNOWN = -1
+ATTEMPTS = 8  # tries of one unit of work against conflicting writers, then 503
+T = TypeVar("T")
 
 
 class Replica:
@@ -49,184 +50,66 @@ class Replica:
         self.shared = store.shared
         self.rev = 0
         self.epoch = UNKNOWN
-        self._lock = store.store.lock  # the process's connection: one session at a time
-        self._pending: set[DocKey] = set()
-        self._whole = False
         self._written: dict[DocKey, Any] = {}  # runtime documents as the store has them
+        self._clock_written: datetime | None = None
         self._open()
-        rt.on_commit(self._committed)
-
-    # -- start -------------------------------------------------------------------------------
 
     def _open(self) -> None:
         """Load the world the store holds, or give it this runtime's (the fixtures)."""
-        with self._sync_session():
-            if self.epoch == 0 and self.rev == 0:  # nothing was ever written
-                self._whole = True
+        self.store.ensure()
+        delta = self.store.whole()
+        if delta.rows:
+            self._apply(delta)
+            return
+        self.rev, self.epoch = delta.rev, delta.epoch
+        try:
+            self._write(whole=True, changed=frozenset())
+        except Conflict:  # another process started on the same store at the same moment
+            self._apply(self.store.whole())
 
-    # -- sessions ----------------------------------------------------------------------------
+    # -- catching up -------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[None]:
-        """Hold the world for one unit of work (joins the one this task already holds)."""
-        if _current.get() is self:
-            yield
-            return
-        async with self._lock:
-            with self._sync_session():
-                yield
-
-    def held(self) -> contextlib.AbstractContextManager[None]:
-        """A session entered without waiting, for start-up work (the caller holds the
-        process's store lock, or no event loop runs yet)."""
-        return self._sync_session()
-
-    @contextlib.contextmanager
-    def _sync_session(self) -> Iterator[None]:
-        token = _current.set(self)
-        try:
-            self._begin()
-            try:
-                yield
-            except BaseException:
-                self._end()
-                raise
-            self._end()
-        finally:
-            _current.reset(token)
-
-    async def pause(self, seconds: float) -> None:
-        """Wait without holding the world (an injected delay): what is done so far is kept,
-        and the world is brought up to date again after."""
-        if _current.get() is not self:
-            await asyncio.sleep(seconds)
-            return
-        self._end()
-        self._lock.release()
-        try:
-            await asyncio.sleep(seconds)
-        finally:
-            await self._lock.acquire()
-            self._begin()
-
-    def _begin(self) -> None:
-        rev, epoch = self.store.begin()
-        try:
-            if epoch != self.epoch or rev != self.rev:
-                self._apply(self.store.changes(self.rev, self.epoch))
-        except BaseException:
-            self.store.rollback()
-            raise
-
-    def _end(self) -> None:
-        try:
-            self.rev, self.epoch = self.store.finish(self._collect(), self.rev, self.epoch)
-        except BaseException:
-            # What this process holds may now differ from the store: read it all again.
-            self.epoch = UNKNOWN
-            self._pending.clear()
-            self._whole = False
-            with contextlib.suppress(StoreError):
-                self.store.rollback()
-            raise
-        self._pending.clear()
-        self._whole = False
-
-    # -- writing -----------------------------------------------------------------------------
-
-    def _committed(self, commit: Commit) -> None:
-        if commit.replaced:
-            self._whole = True
-            self._pending.clear()
-        elif not self._whole:
-            self._pending.update(commit.changed)
-        if _current.get() is not self:
-            self._write_now()
-
-    def _write_now(self) -> None:
-        """Write a transaction committed outside any session, in a session of its own (it
-        cannot catch up first: its changes were made on what this process held)."""
-        if self._lock.locked():
-            raise StoreError("a change made outside a session while one is open was not kept")
-        rev, epoch = self.store.begin()
-        if (rev, epoch) != (self.rev, self.epoch):
-            self.store.rollback()
-            self.epoch = UNKNOWN
-            raise StoreError(
-                "another process changed the world since this one last read it; "
-                "the change was not kept (run it in a session)"
-            )
-        self._end()
-
-    def _collect(self) -> Write | None:
-        """The session's changes: the documents named, as they are now, and runtime state."""
-        runtime_docs = self._runtime_docs()
-        if self._whole:
-            docs = list(self.rt.world.documents().items())
-            docs.extend(runtime_docs.items())
-            self._written = dict(runtime_docs)
-            return Write(docs, whole=True)
-        changed = [
-            (key, value)
-            for key, value in runtime_docs.items()
-            if key not in self._written or self._written[key] != value
-        ]
-        world = self.rt.world
-        named: list[tuple[DocKey, Any]] = []
-        for key in self._pending:
-            try:
-                named.append((key, world.document(key)))
-            except KeyError:
-                named.append((key, None))
-        if not named and not changed:
-            return None
-        named.sort(key=_order)
-        for key, value in changed:
-            self._written[key] = value
-        durable = bool(named) or any(key[0] != "rate" for key, _ in changed)
-        return Write([*named, *changed], whole=False, durable=durable)
-
-    def _runtime_docs(self) -> dict[DocKey, Any]:
-        rt = self.rt
-        docs: dict[DocKey, Any] = {}
-        if isinstance(rt.clock, ManualClock):
-            docs["meta", "clock"] = iso_z(rt.clock.now())
-        docs["meta", "faults"] = rt.faults.dump()
+    async def session(self, counting: str | None = None) -> AsyncIterator[None]:
+        """One unit of work: caught up with other processes first (and, with ``counting``,
+        that rate-limit identity's request counted in the same round trip)."""
         if self.shared:
-            docs["meta", "due"] = rt.scheduler.next_due
-            rate = rt.rate
-            for identity in rate.changed:
-                window = rate.window(identity)
-                docs["rate", identity] = list(window) if window is not None else None
-            rate.changed.clear()
-        return docs
+            self.catch_up(counting)
+        yield
 
-    # -- reading -----------------------------------------------------------------------------
+    def catch_up(self, counting: str | None = None) -> None:
+        """Bring this process's world up to what the store holds (others' writes)."""
+        rate = self.rt.rate
+        if counting is None:
+            rate.counted = None
+            delta = self.store.catch_up(self.rev, self.epoch)
+        else:
+            now = self.rt.clock.timestamp()
+            delta, counted = self.store.catch_up_counting(
+                self.rev, self.epoch, counting, now, rate.limit, WINDOW_SECONDS
+            )
+            rate.counted = (counting, *counted)
+        if delta is not None:
+            self._apply(delta)
 
     def _apply(self, delta: Delta) -> None:
-        """Bring this process's world up to what the store holds."""
         rt = self.rt
         if delta.whole:
-            if not delta.rows:  # an empty store: this runtime's world will be written
-                self.rev, self.epoch = delta.rev, delta.epoch
-                return
             tree: dict[str, Any] = {}
             runtime = {}
             for row in delta.rows:
-                if row.key[0] in ("meta", "rate"):
+                if row.key[0] == "meta":
                     runtime[row.key] = row.value
                 else:
                     place(tree, row.key, row.value)
             rt.replace_world(tree)
-            rt.rate.reset()
-            rt.rate.changed.clear()
             self._written = {}
             for key, value in runtime.items():
                 self._load_runtime(key, value)
         else:
             world = rt.world
             for row in delta.rows:
-                if row.key[0] in ("meta", "rate"):
+                if row.key[0] == "meta":
                     self._load_runtime(row.key, row.value)
                 elif row.value is None:
                     world.drop_document(row.key)
@@ -239,12 +122,59 @@ class Replica:
         self._written[key] = value
         if key == ("meta", "clock") and isinstance(rt.clock, ManualClock) and value:
             rt.clock.rewind(parse_time(value))
+            self._clock_written = rt.clock.now()
         elif key == ("meta", "faults") and value is not None:
             rt.faults.load(value)
         elif key == ("meta", "due") and self.shared:
             rt.scheduler.next_due = value
-        elif key[0] == "rate" and self.shared:
-            rt.rate.load(key[1], value)
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def committed(self, changed: frozenset[DocKey], replaced: bool) -> None:
+        """A transaction is ending: write what it changed (a Conflict undoes it)."""
+        self._write(whole=replaced, changed=changed)
+
+    def keep_runtime_state(self) -> None:
+        """Write runtime state changed outside any transaction (a fault used up)."""
+        self._write(whole=False, changed=frozenset())
+
+    def _write(self, *, whole: bool, changed: frozenset[DocKey]) -> None:
+        runtime = self._runtime_changes(whole)
+        world = self.rt.world
+        if whole:
+            docs = list(world.documents().items())
+        else:
+            docs = []
+            for key in changed:
+                try:
+                    docs.append((key, world.document(key)))
+                except KeyError:
+                    docs.append((key, None))
+            docs.sort(key=_order)
+        if not docs and not runtime:
+            return
+        self.rev, self.epoch = self.store.write(
+            Write([*docs, *runtime.items()], whole=whole), self.rev, self.epoch
+        )
+        self._written.update(runtime)
+        if isinstance(self.rt.clock, ManualClock):
+            self._clock_written = self.rt.clock.now()
+
+    def _runtime_changes(self, whole: bool) -> dict[DocKey, Any]:
+        """The runtime documents that differ from what the store has (all of them: whole)."""
+        rt = self.rt
+        found: dict[DocKey, Any] = {}
+        clock = rt.clock
+        if isinstance(clock, ManualClock) and (whole or clock.now() != self._clock_written):
+            found["meta", "clock"] = iso_z(clock.now())
+        faults = rt.faults.dump()
+        if whole or self._written.get(("meta", "faults")) != faults:
+            found["meta", "faults"] = faults
+        if self.shared:
+            due = rt.scheduler.next_due
+            if whole or ("meta", "due") not in self._written or self._written["meta", "due"] != due:
+                found["meta", "due"] = due
+        return found
 
 
 def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:
@@ -255,5 +185,30 @@ def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:
     return 0, 0
 
 
-def in_session() -> bool:
-    return _current.get() is not None
+def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
+    """Run ``work`` (a transaction) again after a conflict, caught up first."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return work()
+        except Conflict:
+            if rt.replica is None or attempt == ATTEMPTS - 1:
+                raise
+            rt.replica.catch_up()
+    raise AssertionError("unreachable")
+
+
+async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
+    """Run ``work`` (a transaction that may await) again after a conflict, caught up first,
+    after a short random pause (so that two processes do not collide again in step)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return await work()
+        except Conflict:
+            if rt.replica is None or attempt == ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+            rt.replica.catch_up()
+    raise AssertionError("unreachable")
+
+
+__all__ = ["Replica", "StoreError", "retrying", "retrying_sync"]

@@ -15,17 +15,15 @@ a write is made cheap (PostgreSQL: one pipelined round trip).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
 
 from mockserver.platform.documents import DocKey
-from mockserver.store.base import Delta, Row, SchemaError, StoreError, Write
+from mockserver.store.base import Conflict, Delta, Row, SchemaError, StoreError, Write
 
 SCHEMA_VERSION = 1
 ORD_STRIDE = 1 << 20  # ords of one write: (rev * stride) + its position in the write
@@ -41,6 +39,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " PRIMARY KEY (world, name))",
         "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, spec TEXT NOT NULL,"
         " created_at DOUBLE PRECISION NOT NULL, used_at DOUBLE PRECISION NOT NULL)",
+        "CREATE TABLE rate_buckets (world TEXT NOT NULL, identity TEXT NOT NULL,"
+        " window_start DOUBLE PRECISION NOT NULL, count INTEGER NOT NULL,"
+        " PRIMARY KEY (world, identity))",
     ),
 )
 
@@ -55,12 +56,6 @@ def decode_key(text: str) -> DocKey:
 
 def encode_value(value: Any) -> str:
     return orjson.dumps(value).decode()
-
-
-def lock_id(world: str) -> int:
-    """A world's advisory lock number (a signed 64-bit integer)."""
-    digest = hashlib.blake2b(f"mockserver:{world}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 class Dialect:
@@ -78,14 +73,10 @@ class Dialect:
     def lock_schema(self) -> None:
         """Hold off other processes while the schema is made or migrated (in a transaction)."""
 
-    def begin_locked(self, world: str) -> tuple[int, int] | None:
-        """Open a transaction holding ``world``'s write lock; its (rev, epoch), or None when
-        the world has no row."""
-        raise NotImplementedError
-
-    def finish(self, world: str, change: Write | None, rev: int, epoch: int) -> None:
-        """Write a session's rows, if any, and commit the transaction :meth:`begin_locked`
-        opened (a StoreError, and nothing kept, when the world is not at ``rev``)."""
+    def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
+        """Write one transaction's documents over revision ``rev`` and commit, in one
+        database transaction: :class:`Conflict` (nothing written) when another process
+        wrote since (the world is not at ``rev``)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -98,9 +89,13 @@ class SqlStore:
     def __init__(self, dialect: Dialect, describe: str) -> None:
         self.dialect = dialect
         self.describe = describe  # for messages: a path, or a URL without its password
-        # One connection per process: every session of every world in it holds this lock.
-        self.lock = asyncio.Lock()
-        self._migrate()
+        # One connection per process; it is used only between awaits (every call is
+        # synchronous), so concurrent requests of one process never interleave on it.
+        try:
+            self._migrate()
+        except BaseException:
+            dialect.close()
+            raise
 
     def _migrate(self, migrations: Sequence[Sequence[str]] = MIGRATIONS) -> None:
         db = self.dialect
@@ -192,53 +187,65 @@ class SqlWorld:
         self.db = store.dialect
         self.shared = store.dialect.shared
 
-    def begin(self) -> tuple[int, int]:
-        found = self.db.begin_locked(self.id)
-        if found is None:
-            self.db.execute(
-                "INSERT INTO worlds (id, rev, epoch) VALUES (%s, 0, 0) ON CONFLICT DO NOTHING",
-                (self.id,),
-            )
-            return 0, 0
-        return found
-
-    def changes(self, rev: int, epoch: int) -> Delta:
-        found = self.db.execute("SELECT rev, epoch FROM worlds WHERE id = %s", (self.id,))
-        now_rev, now_epoch = (int(found[0][0]), int(found[0][1])) if found else (0, 0)
-        whole = epoch != now_epoch
-        if whole:
-            rows = self.db.execute(
-                "SELECT key, doc, ord FROM docs WHERE world = %s AND doc IS NOT NULL ORDER BY ord",
-                (self.id,),
-            )
-        else:
-            rows = self.db.execute(
-                "SELECT key, doc, ord FROM docs WHERE world = %s AND rev > %s ORDER BY ord",
-                (self.id, rev),
-            )
-        return Delta(
-            now_rev,
-            now_epoch,
-            [
-                Row(decode_key(key), None if doc is None else orjson.loads(doc), int(ord_))
-                for key, doc, ord_ in rows
-            ],
-            whole,
+    def ensure(self) -> None:
+        """Make the world's row, if there is none yet (revision 0: nothing written)."""
+        self.db.execute(
+            "INSERT INTO worlds (id, rev, epoch) VALUES (%s, 0, 0) ON CONFLICT DO NOTHING",
+            (self.id,),
         )
 
-    def finish(self, change: Write | None, rev: int, epoch: int) -> tuple[int, int]:
-        """Write a session's changes over revision ``rev`` (the one this process knows) and
-        commit; the new (rev, epoch)."""
-        self.db.finish(self.id, change, rev, epoch)
-        if change is None:
-            return rev, epoch
-        return rev + 1, epoch + 1 if change.whole else epoch
+    def whole(self) -> Delta:
+        """Everything the store holds of the world."""
+        found = self.db.execute("SELECT rev, epoch FROM worlds WHERE id = %s", (self.id,))
+        rev, epoch = (int(found[0][0]), int(found[0][1])) if found else (0, 0)
+        rows = self.db.execute(
+            "SELECT key, doc, ord FROM docs WHERE world = %s AND doc IS NOT NULL ORDER BY ord",
+            (self.id,),
+        )
+        return Delta(rev, epoch, [_row(*row) for row in rows], whole=True)
 
-    def rollback(self) -> None:
-        try:
-            self.db.execute("ROLLBACK")
-        except Exception as exc:  # the connection may be gone: nothing left to undo there
-            raise StoreError(f"{self.store.describe}: {type(exc).__name__}") from exc
+    def catch_up(self, rev: int, epoch: int) -> Delta | None:
+        """What other processes wrote after ``rev`` (one statement, one round trip), the
+        whole world when they replaced it (another epoch), or None when nothing."""
+        rows = self.db.execute(CATCH_UP, (rev, self.id))
+        if not rows:
+            raise StoreError(f"{self.store.describe}: world {self.id!r} is gone")
+        now_rev, now_epoch = int(rows[0][0]), int(rows[0][1])
+        if now_epoch != epoch:
+            return self.whole()
+        if now_rev == rev:
+            return None
+        return Delta(now_rev, now_epoch, [_row(*row[2:]) for row in rows], whole=False)
+
+    def rate_hit(self, identity: str, now: float, limit: int, window: int) -> tuple[float, int]:
+        """Count one request in the world's shared bucket for ``identity`` (PostgreSQL)."""
+        return self.db.rate_hit(self.id, identity, now, limit, window)  # type: ignore[attr-defined,no-any-return]
+
+    def rate_reset(self) -> None:
+        self.db.rate_reset(self.id)  # type: ignore[attr-defined]
+
+    def catch_up_counting(
+        self, rev: int, epoch: int, identity: str, now: float, limit: int, window: int
+    ) -> tuple[Delta | None, tuple[float, int]]:
+        """:meth:`catch_up`, and one request counted in ``identity``'s shared bucket, in one
+        statement (PostgreSQL): the delta, and the bucket's (window start, count)."""
+        rows = self.db.catch_up_counting(self.id, rev, identity, now, limit, window)  # type: ignore[attr-defined]
+        if not rows:
+            raise StoreError(f"{self.store.describe}: world {self.id!r} is gone")
+        counted = (float(rows[0][5]), int(rows[0][6]))
+        now_rev, now_epoch = int(rows[0][0]), int(rows[0][1])
+        if now_epoch != epoch:
+            return self.whole(), counted
+        if now_rev == rev:
+            return None, counted
+        delta = Delta(now_rev, now_epoch, [_row(*row[2:5]) for row in rows], whole=False)
+        return delta, counted
+
+    def write(self, change: Write, rev: int, epoch: int) -> tuple[int, int]:
+        """Write one transaction's changes over revision ``rev`` (the one this process
+        knows); the new (rev, epoch). :class:`Conflict` when another process wrote first."""
+        self.db.write(self.id, change, rev, epoch)
+        return rev + 1, epoch + 1 if change.whole else epoch
 
     def secret(self, name: str, make: Callable[[], bytes]) -> bytes:
         db = self.db
@@ -262,6 +269,18 @@ class SqlWorld:
         self.store.close()
 
 
+def _row(key: str, doc: str | None, ord_: int) -> Row:
+    return Row(decode_key(key), None if doc is None else orjson.loads(doc), int(ord_))
+
+
+# The world's revision and epoch, with the documents written after a revision (LEFT JOIN: one
+# row with no document when there are none).
+CATCH_UP = (
+    "SELECT w.rev, w.epoch, d.key, d.doc, d.ord FROM worlds w"
+    " LEFT JOIN docs d ON d.world = w.id AND d.rev > %s WHERE w.id = %s ORDER BY d.ord"
+)
+
+
 def rows_of(change: Write, rev: int) -> list[tuple[str, int, int, str | None]]:
     """(key, ord, rev, doc) of every document a write puts, in order."""
     new_rev = rev + 1
@@ -279,8 +298,5 @@ UPSERT = (
 BUMP = "UPDATE worlds SET rev = %s, epoch = %s WHERE id = %s AND rev = %s"
 
 
-def conflict(describe: str) -> StoreError:
-    return StoreError(
-        f"{describe}: the world changed under this process's lock (another writer without "
-        "the lock?); the request was not kept"
-    )
+def conflict(describe: str) -> Conflict:
+    return Conflict(f"{describe}: another process wrote first; nothing of this was kept")

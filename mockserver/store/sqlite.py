@@ -2,8 +2,8 @@
 
 WAL journal and ``synchronous=FULL``: a write is on disk when its COMMIT returns, and the
 response is sent only after that, so an answer once given survives a crash of the process
-(SIGKILL included). One process owns the file: a session takes the write lock with
-``BEGIN IMMEDIATE`` (another process opening the same file waits up to ``busy_timeout``).
+(SIGKILL included). One process owns the file (``locking_mode=EXCLUSIVE``: another process
+opening it is refused), so there is never anything to catch up with.
 """
 
 from __future__ import annotations
@@ -33,10 +33,23 @@ class SqliteDialect(Dialect):
             # check_same_thread False: one thread at a time, but not always the same one
             # (a test client runs the app in a portal thread).
             self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the state file {path}: {exc}") from exc
+        try:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
-            self.conn.execute("PRAGMA busy_timeout=5000")
-        except (OSError, sqlite3.Error) as exc:
+            self.conn.execute("PRAGMA busy_timeout=1000")
+            # One process owns the file: a second one is refused (not silently diverging).
+            self.conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self.conn.close()
+            if "locked" in str(exc):
+                raise StoreError(
+                    f"the state file {path} is in use by another process (one mockserver "
+                    "owns a state file; for many processes use --store postgresql://...)"
+                ) from exc
             raise StoreError(f"cannot open the state file {path}: {exc}") from exc
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -51,24 +64,23 @@ class SqliteDialect(Dialect):
         except sqlite3.Error as exc:
             raise StoreError(f"state file {self.path}: {exc}") from exc
 
-    def begin_locked(self, world: str) -> tuple[int, int] | None:
-        self.execute("BEGIN IMMEDIATE")
-        found = self.execute("SELECT rev, epoch FROM worlds WHERE id = %s", (world,))
-        return (int(found[0][0]), int(found[0][1])) if found else None
-
-    def finish(self, world: str, change: Write | None, rev: int, epoch: int) -> None:
-        if change is not None:
-            if change.whole:
-                self.execute("DELETE FROM docs WHERE world = %s", (world,))
-            self.execute_many(UPSERT, ((world, *row) for row in rows_of(change, rev)))
-            new_epoch = epoch + 1 if change.whole else epoch
+    def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
+        new_epoch = epoch + 1 if change.whole else epoch
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
             try:
-                cursor = self.conn.execute(_q(BUMP), (rev + 1, new_epoch, world, rev))
-            except sqlite3.Error as exc:
-                raise StoreError(f"state file {self.path}: {exc}") from exc
-            if cursor.rowcount != 1:
-                raise conflict(str(self.path))
-        self.execute("COMMIT")
+                bumped = self.conn.execute(_q(BUMP), (rev + 1, new_epoch, world, rev)).rowcount
+                if bumped != 1:
+                    raise conflict(str(self.path))
+                if change.whole:
+                    self.conn.execute(_q("DELETE FROM docs WHERE world = %s"), (world,))
+                self.conn.executemany(_q(UPSERT), ((world, *row) for row in rows_of(change, rev)))
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"state file {self.path}: {exc}") from exc
 
     def close(self) -> None:
         self.conn.close()
