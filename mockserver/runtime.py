@@ -149,7 +149,7 @@ class Runtime:
         """The first live fault matching a request, used up by one (kept in the store, so
         that a fault for N requests fires N times across every process)."""
         replica = self.replica
-        if replica is None:
+        if replica is None or not self.faults.rules:
             return self.faults.take(operation_id, path)
 
         def take() -> Fault | None:

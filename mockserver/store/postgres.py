@@ -20,6 +20,18 @@ from urllib.parse import urlsplit, urlunsplit
 from mockserver.store.base import StoreError, Write
 from mockserver.store.sql import BUMP, UPSERT, Dialect, SqlStore, conflict, rows_of
 
+# One transaction's documents in one statement: the revision moved on (failing when another
+# process moved it first: nothing is written), the rows upserted, committed synchronously.
+WRITE = (
+    "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),"
+    " bumped AS (" + BUMP + " RETURNING 1),"
+    " written AS (INSERT INTO docs (world, key, ord, rev, doc)"
+    " SELECT %s, k, o, %s, d FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS t(k, o, d)"
+    " WHERE EXISTS (SELECT 1 FROM bumped)"
+    " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = excluded.doc)"
+    " SELECT 1 / count(*) FROM bumped, durable"
+)
+
 # The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
 CHECKED_BUMP = "WITH bumped AS (" + BUMP + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
 
@@ -101,22 +113,31 @@ class PostgresDialect(Dialect):
     def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
         conn = self.conn
         new_epoch = epoch + 1 if change.whole else epoch
+        rows = rows_of(change, rev)
         try:
-            # One round trip: the revision first (its row lock orders concurrent writers, and
-            # it fails when another process wrote since), then the rows, then the commit.
+            if not change.whole:
+                # One statement (its own transaction): the revision, then the rows.
+                keys, ords, _revs, docs = zip(*rows, strict=True) if rows else ((), (), (), ())
+                conn.execute(
+                    WRITE,
+                    (rev + 1, new_epoch, world, rev, world, rev + 1, list(keys), list(ords),
+                     list(docs)),
+                    prepare=True,
+                )  # fmt: skip
+                return
+            # A whole world (reset, restore): one pipelined round trip.
             with conn.pipeline():
                 conn.execute("BEGIN")
                 conn.execute("SET LOCAL synchronous_commit TO on")
                 conn.execute(CHECKED_BUMP, (rev + 1, new_epoch, world, rev), prepare=True)
-                if change.whole:
-                    conn.execute("DELETE FROM docs WHERE world = %s", (world,))
+                conn.execute("DELETE FROM docs WHERE world = %s", (world,))
                 with conn.cursor() as cursor:
-                    cursor.executemany(UPSERT, [(world, *row) for row in rows_of(change, rev)])
+                    cursor.executemany(UPSERT, [(world, *row) for row in rows])
                 conn.execute("COMMIT")
         except self.psycopg.Error as exc:
             with contextlib.suppress(self.psycopg.Error):
                 conn.execute("ROLLBACK")
-            if isinstance(exc, self.psycopg.errors.DivisionByZero):  # CHECKED_BUMP
+            if isinstance(exc, self.psycopg.errors.DivisionByZero):  # the revision check
                 raise conflict(self.describe) from exc
             raise self._fail(exc) from exc
 

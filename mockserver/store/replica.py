@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mockserver.platform.clock import ManualClock, parse_time
 from mockserver.platform.documents import DocKey, place
 from mockserver.platform.envelope import iso_z
+from mockserver.platform.faults import Faults
 from mockserver.platform.ratelimit import WINDOW_SECONDS
 from mockserver.store.base import Conflict, Delta, StoreError, Write
 from mockserver.store.sql import SqlWorld
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mockserver")
 UNKNOWN = -1
+NO_FAULTS = Faults().dump()
 ATTEMPTS = 8  # tries of one unit of work against conflicting writers, then 503
 T = TypeVar("T")
 
@@ -167,9 +169,11 @@ class Replica:
         clock = rt.clock
         if isinstance(clock, ManualClock) and (whole or clock.now() != self._clock_written):
             found["meta", "clock"] = iso_z(clock.now())
-        faults = rt.faults.dump()
-        if whole or self._written.get(("meta", "faults")) != faults:
-            found["meta", "faults"] = faults
+        written = self._written.get(("meta", "faults"))
+        if whole or rt.faults.active or written is None or written != NO_FAULTS:
+            faults = rt.faults.dump()
+            if whole or written != faults:
+                found["meta", "faults"] = faults
         if self.shared:
             due = rt.scheduler.next_due
             if whole or ("meta", "due") not in self._written or self._written["meta", "due"] != due:

@@ -73,6 +73,7 @@ def test_a_sigkill_in_a_burst_of_writes_loses_nothing_acknowledged(tmp_path, rec
         assert any(d["state"] == "pending" and d["attempts"] for d in retrying)
         for n in range(3):
             api.post("/v1/products", json={"name": f"before {n}"})
+        start_balance = control.credits() + api.get("/v1/usage").json()["totalCredits"]
         page = api.get("/v1/products", params={"limit": 2}).json()
         cursor, clock_before = page["nextCursor"], control.now()
         job_before = api.get(f"/v1/jobs/{edit['id']}").json()["job"]
@@ -113,6 +114,8 @@ def test_a_sigkill_in_a_burst_of_writes_loses_nothing_acknowledged(tmp_path, rec
             assert again.headers.get("idempotent-replayed") == "true"
             assert again.json()["job"]["id"] == made
         assert control.credits() == balance, "replays after the restart charge nothing"
+        total = api.get("/v1/usage").json()["totalCredits"]
+        assert balance + total == start_balance, "every charge kept is in the balance, and back"
         assert charged_jobs, "the ledger survived"
         # A cursor issued before the restart still pages.
         resumed = api.get("/v1/products", params={"limit": 2, "cursor": cursor})
