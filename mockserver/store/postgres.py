@@ -67,6 +67,7 @@ def redacted(url: str) -> str:
 class PostgresDialect(Dialect):
     name = "postgresql"
     shared = True
+    unlogged = "UNLOGGED"
 
     def __init__(self, url: str) -> None:
         try:
