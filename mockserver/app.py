@@ -12,13 +12,22 @@ from mockserver import areas
 from mockserver.dispatch import Dispatcher
 from mockserver.registry import bind
 from mockserver.runtime import Runtime
-from mockserver.sandboxes import SandboxManager
+from mockserver.sandboxes import SandboxManager, sandbox_id_of_key
 from mockserver.seams import Seams
 from mockserver.settings import Settings
 from mockserver.store import StoreError, open_store
 
 CONTROL_PREFIX = "/_mock/"
 log = logging.getLogger("mockserver")
+
+
+def sandbox_token(scope: Scope) -> str | None:
+    """The bearer token of a request when it is a sandbox's key (sandboxes.py)."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            token = value.decode("latin-1").removeprefix("Bearer ").strip()
+            return token if sandbox_id_of_key(token) is not None else None
+    return None
 
 
 class MockApp:
@@ -61,19 +70,16 @@ class MockApp:
         if scope["type"] != "http":
             return
         self.start_background()  # also when served without a lifespan (an ASGI test transport)
-        await self.sandboxes.expire()
+        if self.sandboxes.may_expire():
+            await self.sandboxes.expire()
         if self.control is not None and scope["path"].startswith(CONTROL_PREFIX):
             await self.control(scope, receive, send)
-        else:
-            await self.dispatcher(scope, receive, send, await self.runtime_for(scope))
-
-    async def runtime_for(self, scope: Scope) -> Runtime:
-        """The sandbox's runtime when the request's key names a live sandbox, else the default."""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                token = value.decode("latin-1").removeprefix("Bearer ").strip()
-                return await self.sandboxes.runtime_for_token(token) or self.runtime
-        return self.runtime
+            return
+        runtime = self.runtime
+        token = sandbox_token(scope)
+        if token is not None:  # a sandbox's key: its runtime, if the sandbox is live
+            runtime = await self.sandboxes.runtime_for_token(token) or runtime
+        await self.dispatcher(scope, receive, send, runtime)
 
     def start_background(self) -> None:
         """Start the delivery worker and, for the real clock, the scheduler's heartbeat."""
@@ -89,8 +95,8 @@ class MockApp:
             for runtime in (self.runtime, *self.sandboxes.runtimes()):
                 if runtime.clock.mode == "real":
                     try:
-                        async with runtime.session():
-                            runtime.scheduler.tick()
+                        runtime.catch_up()
+                        runtime.scheduler.tick()
                     except StoreError as error:  # the store is down: try again next beat
                         log.warning("scheduler heartbeat: %s", error)
             await asyncio.sleep(1.0)

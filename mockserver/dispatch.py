@@ -127,79 +127,80 @@ class Dispatcher:
         raw: bytes | None = None
         code: str | None = None
         try:
-            # With a shared store: caught up with other processes first, in the same round
-            # trip as the caller's rate-limit count (when the caller can be told beforehand).
-            async with rt.session(counting=self.counted_identity(rt, op, request)):
-                if op is None:
-                    raise ApiError("not_found", f"no operation answers {request.method} {path}")
-                rt.scheduler.tick()  # bring time-driven state up to now before answering
-                fault = rt.take_fault(op.operation_id, request.scope["path"])
-                if fault is not None:
-                    if fault.delay_ms:
-                        await asyncio.sleep(fault.delay_ms / 1000)
-                    if fault.before_auth:
-                        raise fault.error()  # type: ignore[misc]
-                if op.public:
-                    # Public operations (the contract itself) need no key and are never counted.
-                    rt.seams.admit_public(op, request.headers)
-                    rate = rt.seams.count_public(rt, op, request.headers)
-                    result = self.bindings[op.operation_id].func(rt)
-                    response = (
-                        result if isinstance(result, Response) else json_response(200, result)
+            if rt.replica is not None:
+                # Caught up with other processes sharing the store, in the same round trip
+                # as the caller's rate-limit count (when the caller can be told beforehand).
+                rt.replica.catch_up(self.counted_identity(rt, op, request))
+            if op is None:
+                raise ApiError("not_found", f"no operation answers {request.method} {path}")
+            rt.scheduler.tick()  # bring time-driven state up to now before answering
+            fault = rt.take_fault(op.operation_id, request.scope["path"])
+            if fault is not None:
+                if fault.delay_ms:
+                    await asyncio.sleep(fault.delay_ms / 1000)
+                if fault.before_auth:
+                    raise fault.error()  # type: ignore[misc]
+            if op.public:
+                # Public operations (the contract itself) need no key and are never counted.
+                rt.seams.admit_public(op, request.headers)
+                rate = rt.seams.count_public(rt, op, request.headers)
+                result = self.bindings[op.operation_id].func(rt)
+                response = result if isinstance(result, Response) else json_response(200, result)
+            else:
+                caller = authenticate(
+                    rt.world,
+                    request.headers.get("authorization"),
+                    rt.faults.credential_store,
+                )
+                rate = rt.rate.hit(rt.seams.rate_identity(caller))
+                if not rate.allowed:
+                    raise ApiError(
+                        "rate_limited",
+                        f"rate limit of {rate.limit} requests per minute reached; "
+                        f"retry after {rate.reset_seconds} seconds",
+                        headers={"Retry-After": str(rate.reset_seconds)},
                     )
+                rt.seams.check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
+                injected = fault.error() if fault is not None else None
+                if injected is not None:
+                    if injected.status == 429:
+                        retry = injected.headers.get("Retry-After", str(rate.reset_seconds))
+                        injected.headers.update(
+                            {"x-ratelimit-remaining": "0", "x-ratelimit-reset": retry}
+                        )
+                    raise injected
+                validator = rt.validators[op.operation_id]
+                body = MISSING
+                if validator.accepts_body:
+                    raw = await self.read_raw(request)
+                    body = self.json.read(raw, request.headers.get("content-type", ""))
+                query = list(request.query_params.multi_items())
+                headers = dict(request.headers)
+                query, headers, body = rt.seams.prepare_request(op, query, headers, body)
+                valid = validator.validate(path_params, query, headers, body)
+                binding = self.bindings[op.operation_id]
+                # Retried after a conflict only when other processes share the store.
+                transact = self._transact if rt.replica is None else self.transact
+                rt.seams.authorize(caller, op, binding.writes)
+                call = Call(
+                    rt,
+                    op,
+                    request_id,
+                    caller,
+                    valid.path,
+                    valid.query,
+                    valid.headers,
+                    valid.body,
+                )
+                key = valid.headers.get(IDEMPOTENCY_HEADER)
+                if key is not None:
+                    print_ = fingerprint(
+                        op.operation_id, valid.path, None if body is MISSING else body
+                    )
+                    async with rt.idempotency.slot(caller.workspace_id, key):
+                        response, replayed = await transact(rt, binding, call, key, print_)
                 else:
-                    caller = authenticate(
-                        rt.world,
-                        request.headers.get("authorization"),
-                        rt.faults.credential_store,
-                    )
-                    rate = rt.rate.hit(rt.seams.rate_identity(caller))
-                    if not rate.allowed:
-                        raise ApiError(
-                            "rate_limited",
-                            f"rate limit of {rate.limit} requests per minute reached; "
-                            f"retry after {rate.reset_seconds} seconds",
-                            headers={"Retry-After": str(rate.reset_seconds)},
-                        )
-                    rt.seams.check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
-                    injected = fault.error() if fault is not None else None
-                    if injected is not None:
-                        if injected.status == 429:
-                            retry = injected.headers.get("Retry-After", str(rate.reset_seconds))
-                            injected.headers.update(
-                                {"x-ratelimit-remaining": "0", "x-ratelimit-reset": retry}
-                            )
-                        raise injected
-                    validator = rt.validators[op.operation_id]
-                    body = MISSING
-                    if validator.accepts_body:
-                        raw = await self.read_raw(request)
-                        body = self.json.read(raw, request.headers.get("content-type", ""))
-                    query = list(request.query_params.multi_items())
-                    headers = dict(request.headers)
-                    query, headers, body = rt.seams.prepare_request(op, query, headers, body)
-                    valid = validator.validate(path_params, query, headers, body)
-                    binding = self.bindings[op.operation_id]
-                    rt.seams.authorize(caller, op, binding.writes)
-                    call = Call(
-                        rt,
-                        op,
-                        request_id,
-                        caller,
-                        valid.path,
-                        valid.query,
-                        valid.headers,
-                        valid.body,
-                    )
-                    key = valid.headers.get(IDEMPOTENCY_HEADER)
-                    if key is not None:
-                        print_ = fingerprint(
-                            op.operation_id, valid.path, None if body is MISSING else body
-                        )
-                        async with rt.idempotency.slot(caller.workspace_id, key):
-                            response, replayed = await self.transact(rt, binding, call, key, print_)
-                    else:
-                        response, _ = await self.transact(rt, binding, call)
+                    response, _ = await transact(rt, binding, call, None, "")
         except ApiError as error:
             response, code = error_response(error), error.code
         except StoreError as error:

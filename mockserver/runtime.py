@@ -47,7 +47,6 @@ class Commit:
 
 
 CommitListener = Callable[[Commit], None]
-_NO_SESSION = contextlib.nullcontext()
 
 
 def data_key(store: SqlWorld | None) -> bytes | None:
@@ -137,13 +136,11 @@ class Runtime:
         """Take a whole world read from a store (outside any transaction)."""
         self.world = self._keyed(self.seams.world(data, seed=self.settings.seed))
 
-    def session(self, counting: str | None = None) -> contextlib.AbstractAsyncContextManager[None]:
-        """One unit of work (a request, a tick, a delivery step): with a store other
-        processes share, caught up with what they wrote first (store/replica.py), and, when
-        ``counting`` names a rate-limit identity, that identity's request counted with it."""
-        if self.replica is None:
-            return _NO_SESSION
-        return self.replica.session(counting)
+    def catch_up(self) -> None:
+        """Before a unit of work (a request, a tick, a delivery step): with a store other
+        processes share, bring in what they wrote (store/replica.py)."""
+        if self.replica is not None:
+            self.replica.catch_up()
 
     def take_fault(self, operation_id: str | None, path: str) -> Fault | None:
         """The first live fault matching a request, used up by one (kept in the store, so

@@ -172,8 +172,7 @@ class SandboxManager:
             sealed = [{**key, "key": self.parent.secrets.seal(key["key"])} for key in keys]
             self.store.add_sandbox(sandbox_id, {**spec, "keys": sealed}, now)
         if clock == "real":
-            async with sandbox.runtime.session():
-                sandbox.runtime.scheduler.tick(force=True)
+            sandbox.runtime.scheduler.tick(force=True)
         return sandbox
 
     def _adopt(self, sandbox_id: str, spec: dict[str, Any], created: float) -> Sandbox:
@@ -254,6 +253,10 @@ class SandboxManager:
             await sandbox.runtime.delivery.stop()
         if not ended:
             raise not_found(f"sandbox {sandbox_id!r}")
+
+    def may_expire(self) -> bool:
+        """Whether :meth:`expire` may find anything to end (cheap: called per request)."""
+        return bool(self._live) or (self.store is not None and self.now() - self._swept >= 1.0)
 
     async def expire(self) -> list[str]:
         """End the sandboxes idle for longer than the ttl; answers their ids (with a store,

@@ -144,9 +144,9 @@ class ControlPlane:
                         result = await result
                     response = json_response(200, {"success": True, **result})
                 else:
-                    async with rt.session():  # store/replica.py
-                        rt.scheduler.tick()
-                        response = await retrying(rt, lambda: self.transact(op, rt, valid))
+                    rt.catch_up()  # with other processes sharing the store (store/replica.py)
+                    rt.scheduler.tick()
+                    response = await retrying(rt, lambda: self.transact(op, rt, valid))
         except ApiError as error:
             response = error_response(error)
         except StoreError as error:

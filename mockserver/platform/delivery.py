@@ -308,8 +308,8 @@ class DeliveryWorker:
         timeout = 1.0 if self.rt.clock.mode == "real" or self.rt.store is not None else None
         while True:
             try:
-                async with self.rt.session():
-                    self._start_due()
+                self.rt.catch_up()
+                self._start_due()
             except Exception:  # the store is down, say: try again at the next wake
                 log.exception("delivery loop")
             with contextlib.suppress(TimeoutError):
@@ -318,13 +318,13 @@ class DeliveryWorker:
 
     async def flush(self, timeout: float) -> dict[str, int]:
         """Make every attempt that is due now, and wait (up to ``timeout``) for all in flight."""
-        async with self.rt.session():
-            self._start_due()
+        self.rt.catch_up()
+        self._start_due()
         waiting = list(self._in_flight.values())
         if waiting:
             await asyncio.wait(waiting, timeout=timeout)
-        async with self.rt.session():
-            pending = sum(1 for r in deliveries(self.rt).values() if r["state"] == "pending")
+        self.rt.catch_up()
+        pending = sum(1 for r in deliveries(self.rt).values() if r["state"] == "pending")
         return {"inFlight": len(self._in_flight), "pending": pending}
 
     def release_claims(self) -> None:
@@ -346,10 +346,10 @@ class DeliveryWorker:
 
     async def _attempt(self, delivery_id: str, token: str) -> None:
         rt = self.rt
-        async with rt.session():
-            record = retrying_sync(rt, lambda: self._live_or_cancel(delivery_id, token))
-            if record is None:
-                return
+        rt.catch_up()
+        record = retrying_sync(rt, lambda: self._live_or_cancel(delivery_id, token))
+        if record is None:
+            return
         number = len(record["attempts"]) + 1
         sent_at = rt.clock.now()
         started = time.perf_counter()
@@ -377,18 +377,18 @@ class DeliveryWorker:
             error = f"network error: {type(exc).__name__}"
         latency = round((time.perf_counter() - started) * 1000, 1)
         outcome = self._outcome(status, permanent)
-        async with rt.session():
+        rt.catch_up()
 
-            def record_result() -> None:
-                current = self._claimed(delivery_id, token)
-                if current is not None:
-                    with rt.transaction():
-                        del current["_claim"]
-                        self._record(
-                            current, number, sent_at, status, error, latency, outcome, retry_after
-                        )
+        def record_result() -> None:
+            current = self._claimed(delivery_id, token)
+            if current is not None:
+                with rt.transaction():
+                    del current["_claim"]
+                    self._record(
+                        current, number, sent_at, status, error, latency, outcome, retry_after
+                    )
 
-            retrying_sync(rt, record_result)
+        retrying_sync(rt, record_result)
 
     def _live_or_cancel(self, delivery_id: str, token: str) -> dict[str, Any] | None:
         """A copy of the claimed delivery to send (the world may move on meanwhile), or None

@@ -6,10 +6,10 @@ start of every unit of work.
   and so before the response is built and sent. The write moves the world's revision from
   the one this process knows; when another process moved it first, the write fails with
   :class:`~mockserver.store.base.Conflict`, nothing is written, and the transaction is undone.
-- **Catching up.** A *session* (one API or control request, a heartbeat tick, a delivery
-  step) starts by reading what other processes wrote since this one last looked (one
-  statement: usually nothing). A SQLite file has one process, so there is never anything
-  to read. :func:`retrying` runs a unit of work again after a conflict, caught up.
+- **Catching up.** Each unit of work (an API or control request, a heartbeat tick, a
+  delivery step) starts by reading what other processes wrote since this one last looked
+  (one statement: usually nothing). A SQLite file has one process, so there is never
+  anything to read. :func:`retrying` runs a unit of work again after a conflict, caught up.
 
 Runtime state outside the tree is written with the transaction that changed it, as documents
 of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")`` and, for a
@@ -20,10 +20,9 @@ of a shared store are rows of their own (the rate limiter counts them there).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -71,16 +70,12 @@ class Replica:
 
     # -- catching up -------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def session(self, counting: str | None = None) -> AsyncIterator[None]:
-        """One unit of work: caught up with other processes first (and, with ``counting``,
-        that rate-limit identity's request counted in the same round trip)."""
-        if self.shared:
-            self.catch_up(counting)
-        yield
-
     def catch_up(self, counting: str | None = None) -> None:
-        """Bring this process's world up to what the store holds (others' writes)."""
+        """Before a unit of work: bring this process's world up to what the store holds
+        (others' writes; a SQLite file has no others). With ``counting``, that rate-limit
+        identity's request is counted in the same round trip."""
+        if not self.shared:
+            return
         rate = self.rt.rate
         if counting is None:
             rate.counted = None
