@@ -13,7 +13,7 @@ once, credits are never spent twice. Rate buckets are rows counted by one statem
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -98,13 +98,6 @@ class PostgresDialect(Dialect):
             result = cursor.pgresult
             rows = result is not None and result.status == self.tuples_ok
             return cursor.fetchall() if rows else []
-        except self.psycopg.Error as exc:
-            raise self._fail(exc) from exc
-
-    def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        try:
-            with self.conn.cursor() as cursor:
-                cursor.executemany(sql, list(rows))
         except self.psycopg.Error as exc:
             raise self._fail(exc) from exc
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -67,9 +67,6 @@ class Dialect:
     unlogged = ""  # how CREATE says a table needs no write-ahead log (PostgreSQL: UNLOGGED)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         raise NotImplementedError
 
     def lock_schema(self) -> None:

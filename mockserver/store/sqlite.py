@@ -9,7 +9,7 @@ opening it is refused), so there is never anything to catch up with.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +55,6 @@ class SqliteDialect(Dialect):
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return self.conn.execute(_q(sql), tuple(params)).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"state file {self.path}: {exc}") from exc
-
-    def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        try:
-            self.conn.executemany(_q(sql), rows)
         except sqlite3.Error as exc:
             raise StoreError(f"state file {self.path}: {exc}") from exc
 
