@@ -126,8 +126,12 @@ class SqlStore:
         return SqlWorld(self, world_id)
 
     def _in_transaction(self, *statements: tuple[str, Sequence[Any]]) -> list[tuple[Any, ...]]:
-        """Run statements in one transaction; the rows of the last."""
+        """Run statements in one transaction; the rows of the last (a single statement is a
+        transaction of its own: no BEGIN and COMMIT round trips)."""
         db = self.dialect
+        if len(statements) == 1:
+            sql, params = statements[0]
+            return db.execute(sql, params)
         db.execute("BEGIN")
         try:
             rows: list[tuple[Any, ...]] = []
