@@ -26,7 +26,7 @@ WRITE = (
     "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),"
     " bumped AS (" + BUMP + " RETURNING 1),"
     " written AS (INSERT INTO docs (world, key, ord, rev, doc)"
-    " SELECT %s, k, o, %s, d FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS t(k, o, d)"
+    " SELECT %s, k, o, %s, d FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS t(k, o, d)"
     " WHERE EXISTS (SELECT 1 FROM bumped)"
     " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = excluded.doc)"
     " SELECT 1 / count(*) FROM bumped, durable"
