@@ -183,14 +183,7 @@ class Dispatcher:
                 transact = self._transact if rt.replica is None else self.transact
                 rt.seams.authorize(caller, op, binding.writes)
                 call = Call(
-                    rt,
-                    op,
-                    request_id,
-                    caller,
-                    valid.path,
-                    valid.query,
-                    valid.headers,
-                    valid.body,
+                    rt, op, request_id, caller, valid.path, valid.query, valid.headers, valid.body
                 )
                 key = valid.headers.get(IDEMPOTENCY_HEADER)
                 if key is not None:

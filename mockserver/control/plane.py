@@ -37,9 +37,10 @@ log = logging.getLogger("mockserver.control")
 
 ControlHandler = Callable[..., Any]
 _CONTROL: dict[str, ControlHandler] = {}
-# Operations that run outside a session of the world: they wait for work done in sessions of
-# its own (deliveries), or act on the sandbox registry (sandboxes.py), not on a world.
-OUTSIDE_SESSION = frozenset(
+# Operations that run outside a transaction of the world: they wait for work done in
+# transactions of its own (deliveries), or act on the sandbox registry and on other worlds
+# (sandboxes.py), whose transactions must not join this one.
+OUTSIDE_TRANSACTION = frozenset(
     {"flushDeliveries", "createSandbox", "listSandboxes", "getSandbox", "deleteSandbox"}
 )
 
@@ -138,14 +139,14 @@ class ControlPlane:
                 rt = self.runtime
                 if "sandbox" in valid.query:
                     rt = (await self.runtime.sandboxes.get(valid.query["sandbox"])).runtime
-                if op.operation_id in OUTSIDE_SESSION:
+                rt.catch_up()  # with other processes sharing the store (store/replica.py)
+                rt.scheduler.tick()
+                if op.operation_id in OUTSIDE_TRANSACTION:
                     result = _CONTROL[op.operation_id](rt, valid)
                     if inspect.isawaitable(result):
                         result = await result
                     response = json_response(200, {"success": True, **result})
                 else:
-                    rt.catch_up()  # with other processes sharing the store (store/replica.py)
-                    rt.scheduler.tick()
                     response = await retrying(rt, lambda: self.transact(op, rt, valid))
         except ApiError as error:
             response = error_response(error)
