@@ -70,6 +70,7 @@ def restricted_key(keys: list[FixtureKey], workspace: str) -> FixtureKey | None:
 @dataclass
 class MockProcess:
     seed: int
+    options: tuple[str, ...] = ()  # more ``mockserver`` options (a store, say), given last
     base_url: str = ""
     keys: list[FixtureKey] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
@@ -79,7 +80,7 @@ class MockProcess:
         command = [
             sys.executable, "-m", "mockserver", "--host", "127.0.0.1", "--port", "0",
             "--clock", "manual", "--allow-private-callbacks", "--seed", str(self.seed),
-            "--log-level", "warning",
+            "--log-level", "warning", *self.options,
         ]  # fmt: skip
         self.process = subprocess.Popen(
             command,
@@ -123,6 +124,12 @@ class MockProcess:
 
     def owner_key(self, *, other_than: str | None = None) -> FixtureKey | None:
         return owner_key(self.keys, other_than=other_than)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no flush, nothing."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=30)
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

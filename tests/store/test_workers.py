@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.store.process import MockProcess, running
+from conformance.mockprocess import MockProcess
+from tests.store.process import mock_process, running
 from tests.support.client import ApiClient, ControlClient
 from tests.support.postgres import UNAVAILABLE, fresh_schema_url, server_url
 
@@ -151,7 +152,7 @@ def test_the_scheduler_and_deliveries_run_once(pair, receiver):
 def test_a_process_that_dies_mid_delivery_is_replaced_and_the_event_retried(database, receiver):
     url = fresh_schema_url()
     args = ("--store", url, "--clock", "manual", "--allow-private-callbacks")
-    first = MockProcess(*args).start()
+    first = mock_process(*args)
     try:
         with running(*args) as second:
             a, b = both((first, second))
