@@ -30,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 from mockserver.call import Call
 from mockserver.contract import Contract, Operation
 from mockserver.platform.auth import Caller, authenticate
-from mockserver.platform.envelope import Reply, iso_z, json_response, new_request_id
+from mockserver.platform.envelope import Reply, json_response, new_request_id
 from mockserver.platform.errors import ApiError
 from mockserver.platform.idempotency import fingerprint
 from mockserver.platform.journal import Entry, kept
@@ -51,6 +51,8 @@ class Router:
 
     Matching is by path segments of the raw (still percent-encoded) path, each decoded on its
     own, so an encoded ``/`` stays inside its segment and control characters reach validation.
+    A path with nothing percent-encoded is looked up among the concrete paths first; then the
+    paths of the same number of segments are tried, the most concrete first.
     """
 
     def __init__(self, operations: dict[str, Operation]) -> None:
@@ -58,16 +60,24 @@ class Router:
         for op in operations.values():
             table.setdefault(op.path, {})[op.method] = op
         ordered = sorted(table.items(), key=lambda item: (item[0].count("{"), -len(item[0])))
-        self._routes = [(path.split("/"), methods) for path, methods in ordered]
+        self._concrete = {path: methods for path, methods in table.items() if "{" not in path}
+        self._by_length: dict[int, list[tuple[list[str], dict[str, Operation]]]] = {}
+        for path, methods in ordered:
+            template = path.split("/")
+            self._by_length.setdefault(len(template), []).append((template, methods))
 
     def match(
         self, method: str, path: str, *, encoded: bool = False
     ) -> tuple[Operation | None, dict[str, str]]:
+        if not encoded or "%" not in path:
+            concrete = self._concrete.get(path)
+            if concrete is not None and method in concrete:
+                return concrete[method], {}
         segments = path.split("/")
         if encoded:
             segments = [unquote(segment) for segment in segments]
-        for template, methods in self._routes:
-            if len(template) != len(segments) or method not in methods:
+        for template, methods in self._by_length.get(len(segments), ()):
+            if method not in methods:
                 continue
             params: dict[str, str] = {}
             for pattern, segment in zip(template, segments, strict=True):
@@ -97,6 +107,19 @@ def store_unavailable(request_id: str) -> ApiError:
         f"the mock's state store is unavailable; nothing was kept (request id {request_id})",
         headers={"Retry-After": "1"},
     )
+
+
+def stamp_headers(response: Response, request_id: str, rate: RateState | None) -> None:
+    """Every answer's ``x-request-id``, and the rate-limit headers a response has not set."""
+    raw = response.raw_headers
+    raw[:] = [(name, value) for name, value in raw if name != b"x-request-id"]
+    raw.append((b"x-request-id", request_id.encode("latin-1")))
+    if rate is not None:
+        present = {name for name, _ in raw}
+        for name, value in rate.headers().items():
+            encoded = name.lower().encode("latin-1")
+            if encoded not in present:
+                raw.append((encoded, value.encode("latin-1")))
 
 
 def error_response(error: ApiError) -> Response:
@@ -204,11 +227,7 @@ class Dispatcher:
             log.exception("unhandled error in %s %s", request.method, path)
             failure = ApiError("internal_error", f"internal error; quote request id {request_id}")
             response, code = error_response(failure), failure.code
-        response.headers["x-request-id"] = request_id
-        if rate is not None:
-            for name, value in rate.headers().items():
-                if name not in response.headers:
-                    response.headers[name] = value
+        stamp_headers(response, request_id, rate)
         response = rt.seams.finish_response(op, response)
         rt.journal.record(
             Entry(
@@ -220,7 +239,7 @@ class Dispatcher:
                 status=response.status_code,
                 code=code,
                 key_id=caller.key_id if caller is not None else None,
-                time=iso_z(rt.clock.now()),
+                time=rt.clock.now(),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 replayed=replayed,
                 request_body=kept(raw),

@@ -13,8 +13,11 @@ import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
+
+from mockserver.platform.envelope import iso_z
 
 JOURNAL_SIZE = 1000
 BODY_LIMIT = 64 * 1024
@@ -30,7 +33,7 @@ class Entry:
     status: int
     code: str | None
     key_id: str | None
-    time: str
+    time: datetime  # on the runtime's clock; written out when the journal is read
     duration_ms: float
     replayed: bool
     request_body: Body
@@ -98,7 +101,7 @@ class Journal:
             "status": entry.status,
             "code": entry.code,
             "keyId": entry.key_id,
-            "time": entry.time,
+            "time": iso_z(entry.time),
             "durationMs": entry.duration_ms,
             "replayed": entry.replayed,
             "requestBody": request_body,
