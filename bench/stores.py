@@ -10,9 +10,12 @@ bench/mix.lua for a 2 s warm-up and then the measured ``--seconds``. Printed per
 configuration: requests/s, p50/p99 latency (wrk), responses that were not 2xx, and server CPU
 per completed request in microseconds: utime+stime (from /proc, before and after the measured
 run) of the mock with all its child processes, and of every process of the PostgreSQL server,
-apart. Then a table, the ratios of requests/s to in-memory against their targets, and the
-PostgreSQL round trips per request of each operation of the mix, counted in-process on the
-store's psycopg connection (a statement outside a pipeline, or a whole pipeline: one each).
+apart; on PostgreSQL also the database's transactions per request under the load
+(pg_stat_database; each statement of the mock is one), fewer than a lone request's round trips
+because requests that arrive together share one catch-up. Then a table, the ratios of
+requests/s to in-memory against their targets, and the PostgreSQL round trips of a lone
+request of each operation of the mix, counted in-process on the store's psycopg connection (a
+statement outside a pipeline, or a whole pipeline: one each).
 
 With taskset, wrk runs on CPU 1, and in the one-worker configurations the mock and the
 database on CPU 0; with two workers the mock and the database are left unpinned. Without
@@ -32,6 +35,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 import uuid
@@ -90,6 +94,7 @@ class Result(Figures):
     pinning: str
     mock_us: float = 0.0
     db_us: float | None = None
+    xacts: float | None = None  # database transactions per request, under the load
 
     @property
     def total_us(self) -> float:
@@ -216,18 +221,36 @@ def measure(bench: Bench, config: Config) -> Result:
     try:
         mix_args = prepare(server.base)
         run_wrk(server.base, WARM_UP_SECONDS, mix_args, pin_wrk)
+        shared = config.store == "postgresql"
+        xacts_before = transactions(bench.pg_url) if shared else 0
         mock_before = tree_cpu(server.process.pid)
         db_before = tree_cpu(database) if database is not None else 0.0
         figures = run_wrk(server.base, bench.seconds, mix_args, pin_wrk)
         mock_cpu = tree_cpu(server.process.pid) - mock_before
         db_cpu = tree_cpu(database) - db_before if database is not None else None
+        xacts = transactions(bench.pg_url) - xacts_before if shared else None
     finally:
         stop_server(server)
     read_figures(result, figures)
     per_request = 1e6 / max(result.requests, 1)
     result.mock_us = mock_cpu * per_request
     result.db_us = None if db_cpu is None else db_cpu * per_request
+    result.xacts = None if xacts is None else xacts / max(result.requests, 1)
     return result
+
+
+def transactions(url: str | None) -> int:
+    """Transactions the database has run (pg_stat_database; its counters are flushed within a
+    second, so this waits that long first). Every statement of the mock's is one."""
+    import psycopg
+
+    time.sleep(1.2)
+    with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+    return int(found[0]) if found else 0
 
 
 # -- PostgreSQL round trips per operation, in-process -------------------------------------------
@@ -407,6 +430,8 @@ async def round_trips(url: str, runs: int) -> list[tuple[Operation, Counts, Coun
 
 def describe(result: Result) -> str:
     db = f", database {result.db_us:.0f}" if result.db_us is not None else ""
+    if result.xacts is not None:
+        db += f"; {result.xacts:.2f} database transactions (statements) per request"
     line = (
         f"{result.config.label}: {result.rate:.0f} req/s, p50 {result.p50_ms:.1f} ms, "
         f"p99 {result.p99_ms:.1f} ms; CPU per request (µs): mock {result.mock_us:.0f}{db}; "

@@ -150,10 +150,11 @@ class Dispatcher:
         raw: bytes | None = None
         code: str | None = None
         try:
-            if rt.replica is not None:
+            if rt.replica is not None and rt.replica.shared:
                 # Caught up with other processes sharing the store, in the same round trip
-                # as the caller's rate-limit count (when the caller can be told beforehand).
-                rt.replica.catch_up(self.counted_identity(rt, op, request))
+                # as the caller's rate-limit count (when the caller can be told beforehand),
+                # once for the requests that arrived together.
+                await rt.replica.catch_up_together(self.counted_identity(rt, op, request))
             if op is None:
                 raise ApiError("not_found", f"no operation answers {request.method} {path}")
             rt.scheduler.tick()  # bring time-driven state up to now before answering

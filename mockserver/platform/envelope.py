@@ -12,7 +12,6 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-
 # Request ids need to be unique, not secret: a generator of its own, seeded from the system.
 _ids = random.Random(os.urandom(32))
 

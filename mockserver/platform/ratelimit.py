@@ -43,18 +43,20 @@ class RateLimiter:
         self.clock = clock
         self._windows: dict[str, tuple[float, int]] = {}  # identity -> (window start, count)
         self.shared = shared
-        # A count the store made with the catch-up of this request (identity, start, count).
+        # The count the store made for this request with its catch-up (identity, window start,
+        # the count with this request).
         self.counted: tuple[str, float, int] | None = None
 
     def hit(self, identity: str) -> RateState:
-        """Count one request; a refused request is not counted."""
+        """Count one request. A refused request takes nothing from the window: in memory it is
+        not counted; in shared buckets any count past the limit refuses alike."""
         now = self.clock.timestamp()
         if self.shared is not None:
             counted, self.counted = self.counted, None
             if counted is not None and counted[0] == identity:
                 start, count = counted[1], counted[2]
             else:
-                start, count = self.shared.rate_hit(identity, now, self.limit, WINDOW_SECONDS)
+                start, count = self.shared.rate_hits({identity: 1}, now, WINDOW_SECONDS)[identity]
             reset = max(1, math.ceil(start + WINDOW_SECONDS - now))
             if count > self.limit:
                 return RateState(self.limit, 0, reset, allowed=False)
@@ -79,9 +81,11 @@ class RateLimiter:
 class SharedBuckets(Protocol):
     """Buckets every process counts in (a PostgreSQL store's world: store/sql.py)."""
 
-    def rate_hit(self, identity: str, now: float, limit: int, window: int) -> tuple[float, int]:
-        """Count one request: the window's start and the count after it (over ``limit``:
-        refused, and not counted)."""
+    def rate_hits(
+        self, hits: dict[str, int], now: float, window: int
+    ) -> dict[str, tuple[float, int]]:
+        """Count ``hits[identity]`` requests of each identity: each one's window start and
+        count after them (a request that takes the count over the limit is refused)."""
         ...
 
     def rate_reset(self) -> None: ...

@@ -13,7 +13,7 @@ once, credits are never spent twice. Rate buckets are rows counted by one statem
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -35,24 +35,42 @@ WRITE = (
 # The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
 CHECKED_BUMP = "WITH bumped AS (" + BUMP + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
 
-# A fixed window per identity; a refused request leaves the count at limit + 1.
-RATE_HIT = (
+# Requests counted in fixed windows, several identities at once (``n`` requests each): the
+# count after them, which may pass the limit (every request past it is refused, and a count
+# over the limit refuses the same as limit + 1 would), and the window's start.
+RATE_HITS = (
     "INSERT INTO rate_buckets AS b (world, identity, window_start, count)"
-    " VALUES (%s, %s, %s, 1) ON CONFLICT (world, identity) DO UPDATE SET"
-    " window_start = CASE WHEN %s >= b.window_start + %s THEN %s ELSE b.window_start END,"
-    " count = CASE WHEN %s >= b.window_start + %s THEN 1"
-    " WHEN b.count >= %s THEN %s + 1 ELSE b.count + 1 END"
-    " RETURNING window_start, count"
+    " SELECT %(world)s, t.i, %(now)s, t.n FROM unnest(%(identities)s::text[], %(hits)s::bigint[])"
+    " AS t(i, n) ON CONFLICT (world, identity) DO UPDATE SET"
+    " window_start = CASE WHEN %(now)s >= b.window_start + %(window)s THEN %(now)s"
+    " ELSE b.window_start END,"
+    " count = CASE WHEN %(now)s >= b.window_start + %(window)s THEN excluded.count"
+    " ELSE b.count + excluded.count END"
+    " RETURNING identity, window_start, count"
 )
-# The catch-up (sql.CATCH_UP) and the count of one request, in one statement (a data-modifying
-# WITH runs once, whatever the query reads of it).
+# The catch-up (sql.CATCH_UP) and the counts of the requests it is made for, in one statement
+# (a data-modifying WITH runs once; its rows come back as arrays on every row).
 CATCH_UP_COUNTING = (
-    "WITH hit AS (" + RATE_HIT + ")"
-    " SELECT w.rev, w.epoch, d.key, d.doc, d.ord, h.window_start, h.count"
-    " FROM worlds w CROSS JOIN hit h"
-    " LEFT JOIN docs d ON d.world = w.id AND d.rev > %s WHERE w.id = %s ORDER BY d.ord"
+    "WITH hit AS (" + RATE_HITS + "),"
+    " counted AS (SELECT array_agg(identity) AS i, array_agg(window_start) AS s,"
+    " array_agg(count) AS c FROM hit)"
+    " SELECT w.rev, w.epoch, d.key, d.doc, d.ord, counted.i, counted.s, counted.c"
+    " FROM worlds w CROSS JOIN counted"
+    " LEFT JOIN docs d ON d.world = w.id AND d.rev > %(rev)s WHERE w.id = %(world)s"
+    " ORDER BY d.ord"
 )
 SCHEMA_LOCK = 0x6D6F636B  # "mock": held while one process makes or migrates the schema
+
+
+def _counting(world: str, hits: dict[str, int], now: float, window: int) -> dict[str, Any]:
+    identities = list(hits)
+    return {
+        "world": world,
+        "now": now,
+        "window": window,
+        "identities": identities,
+        "hits": [hits[identity] for identity in identities],
+    }
 
 
 def redacted(url: str) -> str:
@@ -91,9 +109,12 @@ class PostgresDialect(Dialect):
     def _fail(self, exc: Exception) -> StoreError:
         return StoreError(f"{self.describe}: {type(exc).__name__}: {exc}")
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def execute(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[tuple[Any, ...]]:
         try:
-            cursor = self.conn.execute(sql, tuple(params) or None, prepare=bool(params))
+            bound = params if isinstance(params, Mapping) else tuple(params) or None
+            cursor = self.conn.execute(sql, bound, prepare=bool(params))
             # The result's status, not ``description`` (which builds column objects).
             result = cursor.pgresult
             rows = result is not None and result.status == self.tuples_ok
@@ -135,20 +156,18 @@ class PostgresDialect(Dialect):
                 raise conflict(self.describe) from exc
             raise self._fail(exc) from exc
 
-    def rate_hit(
-        self, world: str, identity: str, now: float, limit: int, window: int
-    ) -> tuple[float, int]:
-        """Count one request in a shared bucket, in one statement: the window's start and
-        count after it (a count over ``limit``: refused, and not counted)."""
-        found = self.execute(RATE_HIT, (world, identity, now, now, window, now, now, window,
-                                        limit, limit))  # fmt: skip
-        return float(found[0][0]), int(found[0][1])
+    def rate_hits(
+        self, world: str, hits: dict[str, int], now: float, window: int
+    ) -> dict[str, tuple[float, int]]:
+        """Count requests in shared buckets, in one statement: each identity's window start
+        and count after them."""
+        found = self.execute(RATE_HITS, _counting(world, hits, now, window))
+        return {identity: (float(start), int(count)) for identity, start, count in found}
 
     def catch_up_counting(
-        self, world: str, rev: int, identity: str, now: float, limit: int, window: int
+        self, world: str, rev: int, hits: dict[str, int], now: float, window: int
     ) -> list[tuple[Any, ...]]:
-        params = (world, identity, now, now, window, now, now, window, limit, limit, rev, world)
-        return self.execute(CATCH_UP_COUNTING, params)
+        return self.execute(CATCH_UP_COUNTING, {**_counting(world, hits, now, window), "rev": rev})
 
     def rate_reset(self, world: str) -> None:
         self.execute("DELETE FROM rate_buckets WHERE world = %s", (world,))

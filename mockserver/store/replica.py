@@ -53,6 +53,7 @@ class Replica:
         self.epoch = UNKNOWN
         self._written: dict[DocKey, Any] = {}  # runtime documents as the store has them
         self._clock_written: datetime | None = None
+        self._batch: _Batch | None = None  # the catch-up the requests of this turn wait for
         self._open()
 
     def _open(self) -> None:
@@ -77,17 +78,52 @@ class Replica:
         if not self.shared:
             return
         rate = self.rt.rate
+        rate.counted = None
         if counting is None:
-            rate.counted = None
             delta = self.store.catch_up(self.rev, self.epoch)
         else:
             now = self.rt.clock.timestamp()
             delta, counted = self.store.catch_up_counting(
-                self.rev, self.epoch, counting, now, rate.limit, WINDOW_SECONDS
+                self.rev, self.epoch, {counting: 1}, now, WINDOW_SECONDS
             )
-            rate.counted = (counting, *counted)
+            rate.counted = (counting, *counted[counting])
         if delta is not None:
             self._apply(delta)
+
+    async def catch_up_together(self, counting: str | None) -> None:
+        """:meth:`catch_up` for an API request, made once for every request that reaches this
+        point in the same turn of the event loop (those that arrived together): one statement
+        catches up and counts each of them (``counting``: its rate-limit identity, or None).
+        Each request is then served on the world as of that statement, which was made after
+        it arrived. A failure of the store fails each of them."""
+        if not self.shared:
+            return
+        batch = self._batch
+        if batch is None:
+            batch = self._batch = _Batch(asyncio.get_running_loop().create_future())
+            # After the requests already waiting to run in this turn have joined.
+            asyncio.get_running_loop().call_soon(self._catch_up_batch, batch)
+        index = batch.join(counting)
+        # shield: a request that goes away (cancelled) does not cancel the others' batch.
+        counted = await asyncio.shield(batch.done)
+        self.rt.rate.counted = counted[index] if counting is not None else None
+
+    def _catch_up_batch(self, batch: _Batch) -> None:
+        self._batch = None
+        try:
+            if batch.hits:
+                now = self.rt.clock.timestamp()
+                delta, after = self.store.catch_up_counting(
+                    self.rev, self.epoch, batch.hits, now, WINDOW_SECONDS
+                )
+            else:
+                delta, after = self.store.catch_up(self.rev, self.epoch), {}
+            if delta is not None:
+                self._apply(delta)
+        except BaseException as exc:  # the store failed: every request of the batch answers so
+            batch.done.set_exception(exc)
+            return
+        batch.done.set_result(batch.counts(after))
 
     def _apply(self, delta: Delta) -> None:
         rt = self.rt
@@ -174,6 +210,36 @@ class Replica:
             if whole or ("meta", "due") not in self._written or self._written["meta", "due"] != due:
                 found["meta", "due"] = due
         return found
+
+
+class _Batch:
+    """The requests that wait for one catch-up, with their rate-limit identities."""
+
+    def __init__(self, done: asyncio.Future[list[tuple[str, float, int] | None]]) -> None:
+        self.done = done
+        self.identities: list[str | None] = []
+        self.hits: dict[str, int] = {}  # identity -> requests of it in the batch
+
+    def join(self, identity: str | None) -> int:
+        self.identities.append(identity)
+        if identity is not None:
+            self.hits[identity] = self.hits.get(identity, 0) + 1
+        return len(self.identities) - 1
+
+    def counts(self, after: dict[str, tuple[float, int]]) -> list[tuple[str, float, int] | None]:
+        """Each request's (identity, window start, count with it): the requests of one
+        identity counted in the order they joined, up to the count the store returned."""
+        seen: dict[str, int] = {}
+        result: list[tuple[str, float, int] | None] = []
+        for identity in self.identities:
+            if identity is None:
+                result.append(None)
+                continue
+            start, total = after[identity]
+            before = total - self.hits[identity]
+            seen[identity] = seen.get(identity, 0) + 1
+            result.append((identity, start, before + seen[identity]))
+        return result
 
 
 def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:

@@ -220,22 +220,29 @@ class SqlWorld:
             return None
         return Delta(now_rev, now_epoch, [_row(*row[2:]) for row in rows], whole=False)
 
-    def rate_hit(self, identity: str, now: float, limit: int, window: int) -> tuple[float, int]:
-        """Count one request in the world's shared bucket for ``identity`` (PostgreSQL)."""
-        return self.db.rate_hit(self.id, identity, now, limit, window)  # type: ignore[attr-defined,no-any-return]
+    def rate_hits(
+        self, hits: dict[str, int], now: float, window: int
+    ) -> dict[str, tuple[float, int]]:
+        """Count requests in the world's shared buckets (PostgreSQL): ``hits`` of each
+        identity; each one's (window start, count after them)."""
+        return self.db.rate_hits(self.id, hits, now, window)  # type: ignore[attr-defined,no-any-return]
 
     def rate_reset(self) -> None:
         self.db.rate_reset(self.id)  # type: ignore[attr-defined]
 
     def catch_up_counting(
-        self, rev: int, epoch: int, identity: str, now: float, limit: int, window: int
-    ) -> tuple[Delta | None, tuple[float, int]]:
-        """:meth:`catch_up`, and one request counted in ``identity``'s shared bucket, in one
-        statement (PostgreSQL): the delta, and the bucket's (window start, count)."""
-        rows = self.db.catch_up_counting(self.id, rev, identity, now, limit, window)  # type: ignore[attr-defined]
+        self, rev: int, epoch: int, hits: dict[str, int], now: float, window: int
+    ) -> tuple[Delta | None, dict[str, tuple[float, int]]]:
+        """:meth:`catch_up`, and requests counted in the shared buckets (:meth:`rate_hits`), in
+        one statement (PostgreSQL): the delta, and each identity's (window start, count)."""
+        rows = self.db.catch_up_counting(self.id, rev, hits, now, window)  # type: ignore[attr-defined]
         if not rows:
             raise StoreError(f"{self.store.describe}: world {self.id!r} is gone")
-        counted = (float(rows[0][5]), int(rows[0][6]))
+        identities, starts, counts = (column or () for column in rows[0][5:8])
+        counted = {
+            identity: (float(start), int(count))
+            for identity, start, count in zip(identities, starts, counts, strict=True)
+        }
         now_rev, now_epoch = int(rows[0][0]), int(rows[0][1])
         if now_epoch != epoch:
             return self.whole(), counted

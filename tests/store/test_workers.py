@@ -97,6 +97,25 @@ def test_one_rate_bucket_per_person_across_processes(database):
         assert answers[-1].headers["x-ratelimit-remaining"] == "0"
 
 
+def test_a_burst_is_counted_exactly_request_by_request(database):
+    """Requests that arrive together are caught up and counted by one statement per process
+    (store/replica.py): each still gets a count of its own."""
+    url = fresh_schema_url()
+    args = ("--store", url, "--clock", "manual", "--rate-limit", "10")
+    with running(*args) as first, running(*args) as second:
+        a, b = both((first, second))
+
+        def send(n: int) -> httpx.Response:
+            return (a, b)[n % 2].get("/v1/projects", headers=OWNER)
+
+        with ThreadPoolExecutor(max_workers=24) as pool:
+            answers = list(pool.map(send, range(24)))
+        statuses = [r.status_code for r in answers]
+        assert statuses.count(200) == 10 and statuses.count(429) == 14, statuses
+        remaining = sorted(int(r.headers["x-ratelimit-remaining"]) for r in answers)
+        assert remaining == [0] * 15 + list(range(1, 10)), "one count per admitted request"
+
+
 def test_a_cursor_from_one_process_pages_on_the_other(pair):
     a, b = both(pair)
     page = a.get("/v1/campaigns", params={"limit": 1}, headers=OWNER).json()
