@@ -12,8 +12,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mockserver.platform import yamlload
 from mockserver.resources import spec_path
 
 HTTP_METHODS = ("get", "put", "post", "patch", "delete")
@@ -65,8 +64,7 @@ class Contract:
 
     @classmethod
     def load(cls, path: Path | None = None) -> Contract:
-        with open(path or spec_path(), encoding="utf-8") as fh:
-            return cls(yaml.safe_load(fh))
+        return cls(yamlload.load(path or spec_path()))
 
     @cached_property
     def json_bytes(self) -> bytes:

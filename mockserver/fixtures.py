@@ -18,14 +18,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mockserver.platform import yamlload
 from mockserver.platform.auth import hash_key, key_label
 from mockserver.resources import fixtures_dir
 from mockserver.seams import Seams
 from mockserver.world import World
-
-SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present
 
 WORKSPACE_FIELDS = ("id", "slug", "name", "credits", "members", "keys", "governance")
 # Sections of rules rather than records: a fixtures file that leaves one out gets the bundled one.
@@ -55,8 +52,7 @@ def load_fixtures(path: Path) -> dict[str, Any]:
 @cache
 def _load(path: Path, stamp: int) -> dict[str, Any]:
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.load(fh, Loader=SafeLoader)
+        data = yamlload.load(path)
     except OSError as exc:
         raise FixtureError(f"cannot read fixtures {path}: {exc}") from exc
     if not isinstance(data, dict) or "workspaces" not in data:
@@ -69,8 +65,7 @@ def _load(path: Path, stamp: int) -> dict[str, Any]:
 def _includes(node: Any, base: Path) -> Any:
     if isinstance(node, dict):
         if set(node) == {"include"}:
-            with open(base / node["include"], encoding="utf-8") as fh:
-                return _includes(yaml.load(fh, Loader=SafeLoader), base)
+            return _includes(yamlload.load(base / node["include"]), base)
         return {key: _includes(value, base) for key, value in node.items()}
     if isinstance(node, list):
         return [_includes(item, base) for item in node]

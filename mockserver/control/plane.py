@@ -17,7 +17,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -25,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 from mockserver.areas import AREAS
 from mockserver.contract import Contract, Operation
 from mockserver.dispatch import Router, error_response, request_path, store_unavailable
+from mockserver.platform import yamlload
 from mockserver.platform.envelope import json_response, new_request_id
 from mockserver.platform.errors import ApiError, not_found
 from mockserver.platform.jsonbody import JsonReader
@@ -70,12 +70,12 @@ def control_contract() -> Contract:
     ``sandbox`` query parameter (sandboxes.py); it is added here, so the document says so.
     """
     package = resources.files("mockserver.control")
-    document = yaml.safe_load((package / "openapi.yaml").read_text(encoding="utf-8"))
+    document = yamlload.parse((package / "openapi.yaml").read_text(encoding="utf-8"))
     fragments = [package / name for name in PLANE_FRAGMENTS]
     fragments += [resources.files(f"mockserver.areas.{area}") / "control.yaml" for area in AREAS]
     for fragment in fragments:
         if fragment.is_file():
-            part = yaml.safe_load(fragment.read_text(encoding="utf-8"))
+            part = yamlload.parse(fragment.read_text(encoding="utf-8"))
             document["paths"].update(part["paths"])
             for kind, entries in part.get("components", {}).items():
                 document["components"].setdefault(kind, {}).update(entries)

@@ -14,8 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mockserver.platform import yamlload
 from mockserver.resources import fixtures_dir
 
 THEME_VIEW_FIELDS = ("id", "name", "parentId", "description")
@@ -74,8 +73,7 @@ class Taxonomy:
     @classmethod
     def load(cls, path: Path | None = None) -> Taxonomy:
         """Read and check a taxonomy file (default: the bundled ``fixtures/taxonomy.yaml``)."""
-        with open(path or default_taxonomy_path(), encoding="utf-8") as fh:
-            return cls.from_document(yaml.safe_load(fh))
+        return cls.from_document(yamlload.load(path or default_taxonomy_path()))
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> Taxonomy:
