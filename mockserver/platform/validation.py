@@ -45,6 +45,29 @@ RANGE_RULES = ("integerRange", "numberRange")
 REDACTED = "[secret]"
 # A secret pattern's segment that matches any array index or object key.
 ANY: Any = None
+# Where validators find the contract's ``components``: one resource of one registry, shared by
+# every validator (each holds only its own schema and what it references).
+COMPONENTS_URI = "urn:mockserver:contract"
+# Keywords whose values are schemas, maps of schemas, or lists of schemas (JSON Schema 2020-12);
+# a ``$ref`` anywhere else (in ``enum``, ``default``, ``example``, an ``x-`` extension) is data.
+_SUBSCHEMA = frozenset(
+    {
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "contentSchema",
+    }
+)
+_SUBSCHEMA_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs"})
+_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 
 
 def pointer(parts: Iterable[Any]) -> str:
@@ -437,7 +460,10 @@ class _Compiler:
 
     def __init__(self, contract: Contract) -> None:
         self.contract = contract
-        self.components = contract.document["components"]
+        self.registry = jsonschema_rs.Registry(
+            [(COMPONENTS_URI, {"components": contract.document["components"]})],
+            draft=jsonschema_rs.Draft202012,
+        )
 
     @cached_property
     def integer_range(self) -> tuple[int, int]:
@@ -496,8 +522,12 @@ class _Compiler:
             self._walk_secrets(schema.get(key), (*at, ANY), found, refs)
 
     def validator(self, schema: dict[str, Any]) -> Any:
-        root = {**schema, "components": self.components}
-        return jsonschema_rs.Draft202012Validator(root, validate_formats=True)
+        """A schema's validator. Its ``#/components/...`` references are read from the shared
+        registry (as if the schema sat beside the contract's ``components``: the same rules,
+        error messages and schema paths), so that no validator holds a copy of them all."""
+        return jsonschema_rs.Draft202012Validator(
+            _anchored(schema), validate_formats=True, registry=self.registry
+        )
 
     def parameter(self, param: dict[str, Any]) -> Parameter:
         schema = param.get("schema", {})
@@ -546,6 +576,24 @@ class _Compiler:
                 if child.value is not MISSING or child.properties:
                     node.properties[name] = child
         return node
+
+
+def _anchored(schema: Any) -> Any:
+    """A copy of a schema whose local references (``#/...``) name the registry's resource."""
+    if isinstance(schema, list):
+        return [_anchored(part) for part in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copied: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref" and isinstance(value, str) and value.startswith("#"):
+            value = COMPONENTS_URI + value
+        elif key in _SUBSCHEMA or key in _SUBSCHEMA_LISTS:
+            value = _anchored(value)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            value = {name: _anchored(part) for name, part in value.items()}
+        copied[key] = value
+    return copied
 
 
 @cache
