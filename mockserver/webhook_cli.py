@@ -24,9 +24,10 @@ import http
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx  # imported where used: the server, which imports this module, needs none
 
 ENV_URL = "MOCKSERVER_URL"
 ENV_TOKEN = "MOCKSERVER_CONTROL_TOKEN"
@@ -89,6 +90,8 @@ async def control(
     mock: httpx.AsyncClient, method: str, path: str, body: Any = None, **params: str
 ) -> dict[str, Any]:
     """A control-plane call; a :class:`CliError` with the mock's own words when it refuses."""
+    import httpx
+
     try:
         response = await mock.request(method, path, json=body, params=params or None)
     except httpx.HTTPError as exc:
@@ -118,6 +121,8 @@ async def acting_key(mock: httpx.AsyncClient, args: argparse.Namespace) -> str |
 
 
 def _client(args: argparse.Namespace) -> httpx.AsyncClient:
+    import httpx
+
     return httpx.AsyncClient(base_url=args.url, headers=_headers(args), timeout=60)
 
 
@@ -283,6 +288,8 @@ class Forwarder:
         if self.forward_to is None:
             status, answer = 200, "200 (not forwarded)"
         else:
+            import httpx
+
             try:
                 async with httpx.AsyncClient(
                     timeout=FORWARD_TIMEOUT, follow_redirects=False
