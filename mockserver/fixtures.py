@@ -13,13 +13,13 @@ the bundled ones; a capability missing from ``capabilities`` is not offered (503
 
 from __future__ import annotations
 
-import copy
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from mockserver.platform import yamlload
 from mockserver.platform.auth import hash_key, key_label
+from mockserver.platform.transactions import plain
 from mockserver.resources import fixtures_dir
 from mockserver.seams import Seams
 from mockserver.world import World
@@ -76,7 +76,7 @@ def build_world(
     fixtures: dict[str, Any], *, seed: int | None = None, seams: Seams | None = None
 ) -> World:
     """A new world holding exactly the fixtures (reading them with the seams' rules)."""
-    fixtures = copy.deepcopy(fixtures)
+    fixtures = plain(fixtures)  # dicts and lists copied; any other value YAML gives is immutable
     data: dict[str, Any] = {
         "capabilities": {
             name: {"available": True, **entry}

@@ -26,6 +26,7 @@ never see each other's state, also under ``pytest -n 8`` against one shared mock
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -33,9 +34,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import httpx
+
+from mockserver.platform.tls import tls_context
 
 ENV_URL = "MOCKSERVER_URL"
 
@@ -60,7 +64,9 @@ class MockServer:
 
     def __post_init__(self) -> None:
         headers = {"Authorization": f"Bearer {self.control_token}"} if self.control_token else {}
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=60)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=60, verify=tls_context()
+        )
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -167,6 +173,39 @@ def loopback_socket() -> socket.socket:
     return sock
 
 
+@cache
+def _prompt_server_class() -> type[Any]:
+    """Made when first needed: importing uvicorn is left to the tests that serve."""
+    import uvicorn
+
+    class PromptServer(uvicorn.Server):
+        """uvicorn's server, stopped at once: its main loop looks for ``should_exit`` every
+        0.1 s, so a stop from another thread would wait for the next look (half of the time
+        of a start and stop in a test)."""
+
+        _wake: asyncio.Event | None = None
+        _loop: asyncio.AbstractEventLoop | None = None
+
+        async def main_loop(self) -> None:
+            self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+            counter = 0
+            should_exit = await self.on_tick(counter)
+            while not should_exit:
+                counter = (counter + 1) % 864000
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), 0.1)
+                should_exit = await self.on_tick(counter)
+
+        def exit_now(self) -> None:
+            self.should_exit = True
+            loop, wake = self._loop, self._wake
+            if loop is not None and wake is not None:
+                with contextlib.suppress(RuntimeError):  # the loop has already ended
+                    loop.call_soon_threadsafe(wake.set)
+
+    return PromptServer
+
+
 class ThreadedServer:
     """Any ASGI app served by uvicorn in a thread, on a loopback socket bound before it starts
     (``config``: uvicorn.Config options)."""
@@ -178,7 +217,7 @@ class ThreadedServer:
         self.sock = sock or loopback_socket()
         self.port = int(self.sock.getsockname()[1])
         options = {"log_level": "warning", "timeout_graceful_shutdown": 1} | config
-        self.server = uvicorn.Server(uvicorn.Config(app, **options))
+        self.server = _prompt_server_class()(uvicorn.Config(app, **options))
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, name="asgi", daemon=True
         )
@@ -194,7 +233,7 @@ class ThreadedServer:
             time.sleep(0.005)
 
     def stop(self) -> None:
-        self.server.should_exit = True
+        self.server.exit_now()
         if self.thread.is_alive():
             self.thread.join(timeout=10)
         self.sock.close()

@@ -26,6 +26,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from mockserver.platform.tls import tls_context
+
 if TYPE_CHECKING:
     import httpx  # imported where used: the server, which imports this module, needs none
 
@@ -123,7 +125,9 @@ async def acting_key(mock: httpx.AsyncClient, args: argparse.Namespace) -> str |
 def _client(args: argparse.Namespace) -> httpx.AsyncClient:
     import httpx
 
-    return httpx.AsyncClient(base_url=args.url, headers=_headers(args), timeout=60)
+    return httpx.AsyncClient(
+        base_url=args.url, headers=_headers(args), timeout=60, verify=tls_context()
+    )
 
 
 def _fail(command: str, message: str) -> int:
@@ -292,7 +296,7 @@ class Forwarder:
 
             try:
                 async with httpx.AsyncClient(
-                    timeout=FORWARD_TIMEOUT, follow_redirects=False
+                    timeout=FORWARD_TIMEOUT, follow_redirects=False, verify=tls_context()
                 ) as out:
                     response = await out.post(self.forward_to, content=body, headers=forwarded)
                 status, answer = response.status_code, str(response.status_code)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from mockserver.platform import signing, urlpolicy
 from mockserver.platform.envelope import iso_z
+from mockserver.platform.tls import tls_context
 from mockserver.platform.transactions import plain
 from mockserver.store.replica import retrying_sync
 
@@ -457,7 +458,9 @@ class DeliveryWorker:
         url, host_headers, extensions = urlpolicy.pinned_request_args(resolved)
         body, headers = self.rt.seams.delivery_message(record, secret, sent_at, number)
         timeout = float(self.policy["attemptTimeoutSeconds"])
-        async with httpx.AsyncClient(follow_redirects=False, timeout=timeout) as client:
+        async with httpx.AsyncClient(
+            follow_redirects=False, timeout=timeout, verify=tls_context()
+        ) as client:
             response = await client.post(
                 url,
                 content=body,
