@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import httpx
@@ -15,6 +16,13 @@ from tests.support.serve import Served
 from tests.support.stores import test_store, with_test_store
 
 TEST_SETTINGS = Settings(clock="manual", seed=7, allow_private_callbacks=True)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than there are cores. Many tests spend part of their time
+    waiting (on a mock in another process, a socket, the database); the extra worker keeps the
+    cores busy meanwhile."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_configure(config: pytest.Config) -> None:

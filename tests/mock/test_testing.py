@@ -115,12 +115,13 @@ import json, os, pathlib, httpx
 
 def test_isolated_{n}(mockserver, tmp_path_factory):
     made = httpx.post(mockserver.base_url + "/v1/projects", headers={{**mockserver.auth(),
-        "Idempotency-Key": "same"}}, json={{"title": "t"}}).json()["project"]
+        "Idempotency-Key": "same"}}, json={{"title": "t"}}, timeout=30).json()["project"]
     mockserver.advance(3600)
     job = httpx.post(mockserver.base_url + "/v1/text/film", headers=mockserver.auth(), json={{
-        "title": "T", "logline": "L", "genre": "drama", "projectId": made["id"]}}).json()
+        "title": "T", "logline": "L", "genre": "drama", "projectId": made["id"]}},
+        timeout=30).json()
     seen = [p["id"] for p in httpx.get(mockserver.base_url + "/v1/projects",
-        headers=mockserver.auth(), params={{"limit": 100}}).json()["projects"]]
+        headers=mockserver.auth(), params={{"limit": 100}}, timeout=30).json()["projects"]]
     out = pathlib.Path(os.environ["RESULTS"]) / "{n}.json"
     out.write_text(json.dumps({{"project": made["id"], "seen": seen, "cost": job["cost"],
         "now": mockserver.now(), "credits": mockserver.credits()}}))
@@ -132,7 +133,9 @@ def test_the_fixture_gives_each_test_a_sandbox_even_under_xdist(
 ):
     pytester.makepyfile(**{f"test_flow_{n}": PLUGIN_TEST.format(n=n) for n in range(8)})
     monkeypatch.setenv("RESULTS", str(tmp_path))
-    result = pytester.runpytest_subprocess("-n", "8", "--mockserver-url", live_server.base_url)
+    # Four workers for eight tests: each worker runs two, one after the other, beside the others
+    # (more workers only add their start-up; the tests are the same).
+    result = pytester.runpytest_subprocess("-n", "4", "--mockserver-url", live_server.base_url)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=8)
     runs = [(tmp_path / f"{n}.json").read_text() for n in range(8)]
