@@ -78,6 +78,14 @@ def set_affinity(root: int, cpus: set[int]) -> None:
             os.sched_setaffinity(pid, cpus)
 
 
+def rss_bytes(pid: int) -> int:
+    """A process's resident set size (``VmRSS`` of /proc/PID/status), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -165,11 +173,14 @@ def prepare(base: str) -> list[str]:
     return [",".join(jobs), *(second_page(base, path) for path in PAGED)]
 
 
-def run_wrk(base: str, seconds: int, mix_args: list[str], pin: list[str]) -> dict[str, str]:
-    """One wrk run of the mix; the ``MIX key=value`` figures its done() printed (samples
-    joined by newlines)."""
+def run_wrk(
+    base: str, seconds: int, mix_args: list[str], pin: list[str], script: Path = MIX
+) -> dict[str, str]:
+    """One wrk run of the mix (or of another ``script`` that takes the same arguments and
+    prints the same way); the ``MIX key=value`` figures its done() printed (samples joined by
+    newlines)."""
     prefix = uuid.uuid4().hex[:12]  # fresh Idempotency-Keys for every run
-    load = [*f"-c {CONNECTIONS} -t 1 -d {seconds}s".split(), "-s", str(MIX)]
+    load = [*f"-c {CONNECTIONS} -t 1 -d {seconds}s".split(), "-s", str(script)]
     command = [*pin, "wrk", *load, base, "--", prefix, *mix_args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 120)
     if done.returncode != 0:
