@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import jsonschema_rs
-
 from conformance.contract import ContractView, Operation, Parameter
+from conformance.validators import Validators
 
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
@@ -35,15 +34,13 @@ class RequestChecker:
     def __init__(self, view: ContractView) -> None:
         self.view = view
         self.formats = view.profile == "full"
-        self._validators: dict[int, Any] = {}
+        self._compiled = Validators(view.document, formats=self.formats)
+        self._validators: dict[int, Any] = {}  # by the schema's id (the view keeps its schemas)
 
     def _validator(self, schema: dict[str, Any]) -> Any:
         key = id(schema)
         if key not in self._validators:
-            root = {**schema, "components": self.view.document.get("components", {})}
-            self._validators[key] = jsonschema_rs.Draft202012Validator(
-                root, validate_formats=self.formats
-            )
+            self._validators[key] = self._compiled.get(schema)
         return self._validators[key]
 
     def violations(

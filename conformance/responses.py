@@ -2,7 +2,7 @@
 
 ``ResponseChecker.check`` answers the list of problems with a response: an undocumented
 status, a wrong content type, a body or a header that breaks its schema, a missing required
-header. Validators are compiled once per (operation, status) on first use.
+header. Validators are compiled on first use, once for each schema (conformance/validators.py).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema_rs
-
 from conformance.profiles import HTTP_METHODS, document_for
+from conformance.validators import Validators
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,7 @@ class ResponseChecker:
                 if method in item:
                     self.operations[item[method]["operationId"]] = item[method]
         self._cache: dict[tuple[str, str], Any] = {}
+        self._validators = Validators(self.document, formats=True)
 
     def resolve(self, node: Any) -> Any:
         while isinstance(node, dict) and "$ref" in node:
@@ -56,9 +56,7 @@ class ResponseChecker:
     def _validator(self, operation_id: str, key: str, schema: dict[str, Any]) -> Any:
         cached = self._cache.get((operation_id, key))
         if cached is None:
-            root = {**schema, "components": self.components}
-            cached = jsonschema_rs.Draft202012Validator(root, validate_formats=True)
-            self._cache[(operation_id, key)] = cached
+            cached = self._cache[(operation_id, key)] = self._validators.get(schema)
         return cached
 
     def check(
