@@ -239,12 +239,14 @@ class Dispatcher:
                 operation_id=op.operation_id if op else None,
                 status=response.status_code,
                 code=code,
-                key_id=caller.key_id if caller is not None else None,
+                caller=caller,
                 time=rt.clock.now(),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 replayed=replayed,
                 request_body=kept(raw),
                 response_body=kept(response.body),
+                request_headers=request.scope["headers"],
+                response_headers=response.raw_headers,
             )
         )
         return response

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import math
+from datetime import UTC, datetime
 from typing import Any
 
 from mockserver.control.plane import control, control_contract
@@ -13,6 +15,7 @@ from mockserver.platform.clock import ManualClock
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import ApiError, invalid_request, not_found
 from mockserver.platform.faults import CredentialStoreOutage
+from mockserver.platform.journal import Filters
 from mockserver.platform.validation import Validated
 from mockserver.runtime import Runtime
 
@@ -35,7 +38,26 @@ def reset(rt: Runtime, call: Validated) -> dict[str, Any]:
 
 @control("getClock")
 def get_clock(rt: Runtime, call: Validated) -> dict[str, Any]:
-    return {"now": iso_z(rt.clock.now()), "mode": rt.clock.mode}
+    return _clock(rt)
+
+
+def _clock(rt: Runtime) -> dict[str, Any]:
+    """Now, the clock's mode, and when the mock next has work to do: a job's or a run's next
+    step, any timed rule of an area (the scheduler), or a delivery's next attempt."""
+    now = rt.clock.now().timestamp()
+    times = [rt.scheduler.next_due] + [
+        record["nextAttemptAt"]
+        for record in delivery.deliveries(rt).values()
+        if record["state"] == "pending"
+    ]
+    later = [t for t in times if t is not None and t > now]
+    due = min(later) if later else None
+    return {
+        "now": iso_z(rt.clock.now()),
+        "mode": rt.clock.mode,
+        "nextDueAt": iso_z(datetime.fromtimestamp(due, UTC)) if due is not None else None,
+        "nextDueInSeconds": math.ceil(round(due - now, 6)) if due is not None else None,
+    }
 
 
 @control("advanceClock")
@@ -47,7 +69,30 @@ def advance_clock(rt: Runtime, call: Validated) -> dict[str, Any]:
             details={"reason": "clock_not_manual"},
         )
     rt.clock.advance(call.body["seconds"])
-    return {"now": iso_z(rt.clock.now()), "mode": rt.clock.mode}
+    return _clock(rt)
+
+
+@control("listWorkspaces")
+def list_workspaces(rt: Runtime, call: Validated) -> dict[str, Any]:
+    return {
+        "workspaces": [
+            {
+                "slug": workspace["slug"],
+                "name": workspace["name"],
+                "credits": workspace["credits"],
+                "members": [
+                    {
+                        "name": member["name"],
+                        "role": member["role"],
+                        "budgetCapped": bool(member.get("budgetCapped", False)),
+                    }
+                    for member in workspace["members"].values()
+                ],
+                "governance": workspace["governance"],
+            }
+            for workspace in rt.world.workspaces.values()
+        ]
+    }
 
 
 @control("getCredits")
@@ -132,6 +177,13 @@ def add_fault(rt: Runtime, call: Validated) -> dict[str, Any]:
     return {"fault": fault.view()}
 
 
+@control("removeFault")
+def remove_fault(rt: Runtime, call: Validated) -> dict[str, Any]:
+    if not rt.faults.remove(call.path["faultId"]):
+        raise not_found(f"fault {call.path['faultId']!r} (it may have fired its last time)")
+    return {}
+
+
 @control("clearFaults")
 def clear_faults(rt: Runtime, call: Validated) -> dict[str, Any]:
     rt.faults.clear()
@@ -152,22 +204,35 @@ def set_credential_store(rt: Runtime, call: Validated) -> dict[str, Any]:
 
 @control("listRequests")
 def list_requests(rt: Runtime, call: Validated) -> dict[str, Any]:
-    key = call.query.get("key")
+    query = call.query
+    key = query.get("key")
     if key is not None and not key.startswith("key_"):
-        key = key_label(hash_key(key))  # the label a key is journalled under
+        key = _label(key)  # the label a key is journalled under
+    status_class = query.get("statusClass")
 
     def redact(operation_id: str, body: Any) -> Any:
         return rt.validators[operation_id].secrets.redacted(body)
 
-    entries = rt.journal.entries(
-        redact,
-        operation_id=call.query.get("operationId"),
-        status=call.query.get("status"),
-        code=call.query.get("code"),
+    filters = Filters(
+        operation_id=query.get("operationId"),
+        status=query.get("status"),
+        status_class=int(status_class[0]) if status_class else None,
+        code=query.get("code"),
         key_id=key,
-        limit=call.query["limit"],
+        workspace=query.get("workspace"),
+        member=query.get("member"),
+        after=query.get("after", 0),
     )
-    return {"requests": entries}
+    journal = rt.journal
+    return {
+        "requests": journal.entries(redact, _label, filters, query["limit"]),
+        "latestSeq": journal.latest_seq,
+        "oldestSeq": journal.oldest_seq,
+    }
+
+
+def _label(key: str) -> str:
+    return key_label(hash_key(key))
 
 
 @control("getSnapshot")
@@ -228,7 +293,7 @@ def set_job_outcome(rt: Runtime, call: Validated) -> dict[str, Any]:
 @control("listDeliveries")
 def list_deliveries(rt: Runtime, call: Validated) -> dict[str, Any]:
     records = [
-        delivery.view(record)
+        delivery.checked_view(rt, record)
         for record in delivery.deliveries(rt).values()
         if call.query.get("state") in (None, record["state"])
         and call.query.get("event") in (None, record["event"])
@@ -247,7 +312,7 @@ def replay_delivery(rt: Runtime, call: Validated) -> dict[str, Any]:
     record = delivery.replay(rt, call.path["deliveryId"])
     if record is None:
         raise not_found(f"delivery {call.path['deliveryId']!r}")
-    return {"delivery": delivery.view(record)}
+    return {"delivery": delivery.checked_view(rt, record)}
 
 
 # -- sandboxes (mockserver/sandboxes.py) and the index ----------------------------------------
@@ -265,7 +330,8 @@ def control_index(rt: Runtime, call: Validated) -> dict[str, Any]:
         }
         for op in control_contract().operations.values()
     ]
-    return {"document": "/_mock/openapi.json", "operations": operations}
+    token = rt.settings.control_token is not None
+    return {"document": "/_mock/openapi.json", "tokenRequired": token, "operations": operations}
 
 
 @control("createSandbox")

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
+import hmac
 import ipaddress
 import logging
 import secrets
@@ -194,6 +195,55 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def checked_view(rt: Runtime, record: dict[str, Any]) -> dict[str, Any]:
+    """A delivery for the control plane, with its body and each attempt's signature checked
+    again (:func:`signature_check`): what the inspector shows."""
+    shown = view(record)
+    shown["body"] = record["body"]
+    secret = rt.secrets.open(record["secret"]) if record["attempts"] else None
+    shown["attempts"] = [
+        {**attempt, "signatureCheck": signature_check(record, secret, attempt)}
+        for attempt in record["attempts"]
+    ]
+    return shown
+
+
+def signature_check(
+    record: dict[str, Any], secret: str | None, attempt: dict[str, Any]
+) -> dict[str, str]:
+    """Whether an attempt carried the signature the receiver must find: recomputed with the
+    delivery's stored secret (``secret``, opened; None when it cannot be) over its stored body
+    and the timestamp the attempt was sent with. ``verdict`` is ``valid``, ``invalid``,
+    ``unsigned`` (the attempt failed before it was signed: its secret could not be opened) or
+    ``unknown`` (the secret cannot be opened now, or the attempt was made by an older mock that
+    did not keep its signature); ``reason`` says why."""
+    signed = attempt.get("signed")
+    if signed is None:
+        return {"verdict": "unknown", "reason": "made before the mock kept what it signed"}
+    signature, timestamp = signed["signature"], signed["timestamp"]
+    if signature is None or timestamp is None:
+        return {
+            "verdict": "unsigned",
+            "reason": "no signature was sent: the attempt failed before it was signed",
+        }
+    if secret is None:
+        return {"verdict": "unknown", "reason": "the stored secret cannot be opened"}
+    body = record["body"].encode()
+    if signed.get("bodySha256") != hashlib.sha256(body).hexdigest():
+        return {"verdict": "invalid", "reason": "the body sent is not the event's stored body"}
+    if not signing.TIMESTAMP_PATTERN.fullmatch(timestamp):
+        return {
+            "verdict": "invalid",
+            "reason": f"the timestamp {timestamp!r} is not UTC in whole seconds ending in Z",
+        }
+    if not hmac.compare_digest(signing.sign(secret, timestamp, body), signature):
+        return {
+            "verdict": "invalid",
+            "reason": "the signature is not HMAC-SHA256(secret, <timestamp>.<body sent>)",
+        }
+    return {"verdict": "valid", "reason": "HMAC-SHA256(secret, <timestamp>.<body sent>)"}
+
+
 def signed_delivery(
     record: dict[str, Any], secret: str, sent_at: datetime, number: int
 ) -> tuple[bytes, dict[str, str]]:
@@ -358,13 +408,20 @@ class DeliveryWorker:
         error: str | None = None
         retry_after: int | None = None
         permanent = False
+        signed: dict[str, str | None] = {"signature": None, "timestamp": None, "bodySha256": None}
         try:
             secret = rt.secrets.open(record["secret"])
             if secret is None:
                 raise PermissionError(
                     "the signing secret cannot be opened (snapshot from another data key)"
                 )
-            status, retry_after = await self._send(record, secret, sent_at, number)
+            body, headers = rt.seams.delivery_message(record, secret, sent_at, number)
+            signed = {
+                "signature": headers.get("X-Service-Signature"),
+                "timestamp": headers.get("X-Service-Timestamp"),
+                "bodySha256": hashlib.sha256(body).hexdigest(),
+            }
+            status, retry_after = await self._send(record, body, headers)
         except urlpolicy.UrlRefused as refused:
             error, permanent = f"refused at delivery: {refused.message}", True
         except PermissionError as exc:
@@ -386,7 +443,15 @@ class DeliveryWorker:
                 with rt.transaction():
                     del current["_claim"]
                     self._record(
-                        current, number, sent_at, status, error, latency, outcome, retry_after
+                        current,
+                        number,
+                        sent_at,
+                        status,
+                        error,
+                        latency,
+                        outcome,
+                        retry_after,
+                        signed,
                     )
 
         retrying_sync(rt, record_result)
@@ -415,8 +480,10 @@ class DeliveryWorker:
         latency: float,
         outcome: str,
         retry_after: int | None,
+        signed: dict[str, str | None],
     ) -> None:
-        """Write one attempt's result (in a transaction of its own)."""
+        """Write one attempt's result (in a transaction of its own), with the signature,
+        timestamp and body digest it was sent with (None when it was never signed)."""
         rt = self.rt
         record["attempts"].append(
             {
@@ -426,6 +493,7 @@ class DeliveryWorker:
                 "error": error,
                 "latencyMs": latency,
                 "outcome": outcome,
+                "signed": signed,
             }
         )
         if outcome == "delivered":
@@ -445,7 +513,7 @@ class DeliveryWorker:
         return subscription is not None and subscription["enabled"]
 
     async def _send(
-        self, record: dict[str, Any], secret: str, sent_at: datetime, number: int
+        self, record: dict[str, Any], body: bytes, headers: dict[str, str]
     ) -> tuple[int, int | None]:
         import httpx
 
@@ -456,7 +524,6 @@ class DeliveryWorker:
         else:
             resolved = await urlpolicy.resolve_and_check(record["url"], allow_private=allow_private)
         url, host_headers, extensions = urlpolicy.pinned_request_args(resolved)
-        body, headers = self.rt.seams.delivery_message(record, secret, sent_at, number)
         timeout = float(self.policy["attemptTimeoutSeconds"])
         async with httpx.AsyncClient(
             follow_redirects=False, timeout=timeout, verify=tls_context()

@@ -136,6 +136,13 @@ class Faults:
                 return fault
         return None
 
+    def remove(self, fault_id: str) -> bool:
+        """Remove one fault; False when there is none with that id (any more)."""
+        kept = [rule for rule in self.rules if rule.id != fault_id]
+        removed = len(kept) < len(self.rules)
+        self.rules[:] = kept
+        return removed
+
     def clear(self) -> None:
         self.rules.clear()
         self.credential_store = None

@@ -1,26 +1,40 @@
 """The request journal: a bounded record of what the mock answered, newest last.
 
-Recording is cheap (the hot path keeps references to the bytes already in hand); an entry is
-rendered only when the journal is read: bodies parsed, the request's secret fields redacted
-(the operation's ``x-secret`` marks, platform/validation.py), the query split. A body over
+Recording is cheap (the hot path keeps references to what it already holds: the bytes of both
+bodies, the request's and the response's header lists, the caller); an entry is rendered only
+when the journal is read: bodies parsed, the request's secret fields redacted (the operation's
+``x-secret`` marks, platform/validation.py), the query split, the headers written out with
+every credential redacted (``Authorization`` shows the key's label, never the key). A body over
 ``BODY_LIMIT`` bytes is kept as its size; a request body that is not JSON is never shown (it
 could hold a secret no parser found).
+
+Each entry has a running number (``seq``, from 1, never reused in the journal's life, not even
+after a reset clears it), so a reader can ask only for what it has not seen (``after``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from mockserver.platform.envelope import iso_z
 
+if TYPE_CHECKING:
+    from mockserver.platform.auth import Caller
+
 JOURNAL_SIZE = 1000
 BODY_LIMIT = 64 * 1024
+RawHeaders = list[tuple[bytes, bytes]]  # as ASGI and Starlette hold them: lowercase names
+# Headers whose values are credentials: never shown (Authorization shows the key's label).
+CREDENTIAL_HEADER = re.compile(r"authorization|cookie|secret|token|password|api-?key")
+BEARER = re.compile(r"Bearer ([A-Za-z0-9._~+/=-]{1,512})")
+REDACTED = "[redacted]"
 
 
 @dataclass(slots=True)
@@ -32,16 +46,46 @@ class Entry:
     operation_id: str | None
     status: int
     code: str | None
-    key_id: str | None
+    caller: Caller | None  # who the key resolved to; None when it did not (or none was sent)
     time: datetime  # on the runtime's clock; written out when the journal is read
     duration_ms: float
     replayed: bool
     request_body: Body
     response_body: Body
+    request_headers: RawHeaders
+    response_headers: RawHeaders
+    seq: int = 0  # given by Journal.record
 
 
 Redactor = Callable[[str, Any], Any]  # (operationId, parsed body) -> the body, secrets redacted
 Body = bytes | int | None  # the bytes, their size when over BODY_LIMIT, or None when none
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a reader asks for; every filter given must hold (None: any)."""
+
+    operation_id: str | None = None
+    status: int | None = None
+    status_class: int | None = None  # the hundreds digit: 4 for 4xx
+    code: str | None = None
+    key_id: str | None = None
+    workspace: str | None = None  # a workspace's slug
+    member: str | None = None
+    after: int = 0  # only entries with a greater seq
+
+    def admit(self, e: Entry) -> bool:
+        caller = e.caller
+        return (
+            e.seq > self.after
+            and self.operation_id in (None, e.operation_id)
+            and self.status in (None, e.status)
+            and self.status_class in (None, e.status // 100)
+            and self.code in (None, e.code)
+            and self.key_id in (None, caller.key_id if caller else None)
+            and self.workspace in (None, caller.workspace_slug if caller else None)
+            and self.member in (None, caller.member if caller else None)
+        )
 
 
 def kept(raw: bytes | None) -> Body:
@@ -60,39 +104,64 @@ def _render_body(body: Body) -> Any:
         return {"omitted": "not JSON", "bytes": len(body)}
 
 
+def render_headers(raw: RawHeaders, label: Callable[[str], str]) -> dict[str, str]:
+    """Headers by lowercase name (repeated ones joined with ``, ``), credentials redacted:
+    ``Authorization: Bearer <key>`` becomes ``Bearer <label>`` (``label`` of the key)."""
+    shown: dict[str, str] = {}
+    for name_bytes, value_bytes in raw:
+        name = name_bytes.decode("latin-1").lower()
+        value = value_bytes.decode("latin-1")
+        if CREDENTIAL_HEADER.search(name):
+            bearer = BEARER.fullmatch(value) if name == "authorization" else None
+            value = f"Bearer {label(bearer.group(1))}" if bearer else REDACTED
+        shown[name] = f"{shown[name]}, {value}" if name in shown else value
+    return shown
+
+
 class Journal:
     def __init__(self, size: int = JOURNAL_SIZE) -> None:
         self._entries: deque[Entry] = deque(maxlen=size)
+        self._seq = 0
 
     def record(self, entry: Entry) -> None:
+        self._seq += 1
+        entry.seq = self._seq
         self._entries.append(entry)
+
+    @property
+    def latest_seq(self) -> int:
+        """The number of the last entry ever recorded (0 before the first)."""
+        return self._seq
+
+    @property
+    def oldest_seq(self) -> int:
+        """The number of the oldest entry kept (one past :attr:`latest_seq` when none is)."""
+        return self._entries[0].seq if self._entries else self._seq + 1
+
+    def chosen(self, filters: Filters, limit: int = JOURNAL_SIZE) -> list[Entry]:
+        """The newest ``limit`` entries that pass ``filters``, oldest first."""
+        return [e for e in self._entries if filters.admit(e)][-limit:]
 
     def entries(
         self,
         redact: Redactor,
-        *,
-        operation_id: str | None = None,
-        status: int | None = None,
-        code: str | None = None,
-        key_id: str | None = None,
+        label: Callable[[str], str],
+        filters: Filters | None = None,
         limit: int = JOURNAL_SIZE,
     ) -> list[dict[str, Any]]:
-        """The newest ``limit`` entries that pass every filter given, oldest first."""
-        chosen = [
-            e
-            for e in self._entries
-            if operation_id in (None, e.operation_id)
-            and status in (None, e.status)
-            and code in (None, e.code)
-            and key_id in (None, e.key_id)
-        ]
-        return [self._render(e, redact) for e in chosen[-limit:]]
+        """The newest ``limit`` entries that pass ``filters``, oldest first, rendered
+        (``label`` names a key by its non-secret label)."""
+        return [self._render(e, redact, label) for e in self.chosen(filters or Filters(), limit)]
 
-    def _render(self, entry: Entry, redact: Redactor) -> dict[str, Any]:
+    def _render(
+        self, entry: Entry, redact: Redactor, label: Callable[[str], str]
+    ) -> dict[str, Any]:
         request_body = _render_body(entry.request_body)
         if entry.operation_id is not None and request_body is not None:
             request_body = redact(entry.operation_id, request_body)
+        caller = entry.caller
         return {
+            "seq": entry.seq,
             "requestId": entry.request_id,
             "method": entry.method,
             "path": entry.path,
@@ -100,13 +169,19 @@ class Journal:
             "operationId": entry.operation_id,
             "status": entry.status,
             "code": entry.code,
-            "keyId": entry.key_id,
+            "keyId": caller.key_id if caller else None,
+            "workspace": caller.workspace_slug if caller else None,
+            "member": caller.member if caller else None,
+            "role": caller.role if caller else None,
             "time": iso_z(entry.time),
             "durationMs": entry.duration_ms,
             "replayed": entry.replayed,
+            "requestHeaders": render_headers(entry.request_headers, label),
+            "responseHeaders": render_headers(entry.response_headers, label),
             "requestBody": request_body,
             "responseBody": _render_body(entry.response_body),
         }
 
     def clear(self) -> None:
+        """Forget every entry (the running number goes on)."""
         self._entries.clear()

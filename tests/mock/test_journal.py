@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from mockserver.platform.journal import BODY_LIMIT
+from tests.support.control_check import CheckedControl
 
 SECRET = "journal-secret-" + "j" * 30
 URL = "https://93.184.216.34/hooks"
@@ -77,3 +78,76 @@ def test_large_and_non_json_bodies_are_kept_as_sizes(api, control):
     assert oversize["requestBody"]["bytes"] > BODY_LIMIT
     assert broken["requestBody"] == {"omitted": "not JSON", "bytes": len(broken_body)}
     assert SECRET not in json.dumps(broken)
+
+
+def test_entries_name_the_member_and_show_headers_with_credentials_redacted(api, asgi_http):
+    control = CheckedControl(asgi_http)
+    control.call("POST", "/reset")
+    api.post(
+        "/v1/products",
+        json={"name": "Headed"},
+        key="editor",
+        headers={
+            "Idempotency-Key": "headers-1",
+            "Cookie": "session=c00kie-value",
+            "X-Api-Token": "t0ken-value",
+        },
+    )
+    api.get("/v1/products", key="sk_test_no_such_key")
+    created, refused = control.call("GET", "/requests", limit=2)["requests"]
+    assert (created["workspace"], created["member"], created["role"]) == ("acme", "erin", "editor")
+    sent = created["requestHeaders"]
+    assert sent["authorization"] == f"Bearer {created['keyId']}"
+    assert sent["idempotency-key"] == "headers-1"
+    assert sent["cookie"] == sent["x-api-token"] == "[redacted]"
+    assert created["responseHeaders"]["x-request-id"] == created["requestId"]
+    assert created["responseHeaders"]["content-type"] == "application/json"
+    assert "x-ratelimit-remaining" in created["responseHeaders"]
+    # an unknown key: no member, and still only a label
+    assert refused["status"] == 401 and refused["member"] is refused["role"] is None
+    assert refused["requestHeaders"]["authorization"].startswith("Bearer key_")
+    shown = json.dumps([created, refused])
+    for secret in ("sk_test", "c00kie-value", "t0ken-value"):
+        assert secret not in shown
+
+
+def test_filters_by_status_class_workspace_member_and_after(api, asgi_http):
+    control = CheckedControl(asgi_http)
+    control.call("POST", "/reset")
+    api.get("/v1/products")  # alice
+    api.post("/v1/products", json={"name": "x"}, key="viewer")  # victor: 403, never writes
+    api.get("/v1/products", key="globex")  # gina
+    api.get("/v1/no-such-path")  # 404, no operation
+
+    def journal(**filters: object) -> dict:
+        return control.call("GET", "/requests", **filters)
+
+    assert [e["status"] for e in journal(statusClass="4xx")["requests"]] == [403, 404]
+    assert [e["member"] for e in journal(statusClass="2xx")["requests"]] == ["alice", "gina"]
+    assert [e["member"] for e in journal(workspace="acme")["requests"]] == ["alice", "victor"]
+    assert [e["status"] for e in journal(member="victor")["requests"]] == [403]
+    assert journal(workspace="globex", member="alice")["requests"] == []
+    everything = journal()
+    first, *rest = everything["requests"]
+    assert [e["seq"] for e in everything["requests"]] == list(range(first["seq"], first["seq"] + 4))
+    assert journal(after=first["seq"])["requests"] == rest
+    assert everything["latestSeq"] == rest[-1]["seq"] and everything["oldestSeq"] == first["seq"]
+    refused = control.request("GET", "/requests", statusClass="6xx")
+    assert refused.status_code == 400
+
+
+def test_numbering_goes_on_after_a_reset_that_empties_the_journal(api, asgi_http):
+    control = CheckedControl(asgi_http)
+    api.get("/v1/products")
+    before = control.call("GET", "/requests")["latestSeq"]
+    control.call("POST", "/reset")
+    emptied = control.call("GET", "/requests", after=before)
+    assert emptied == {
+        "success": True,
+        "requests": [],
+        "latestSeq": before,
+        "oldestSeq": before + 1,
+    }
+    api.get("/v1/products")
+    again = control.call("GET", "/requests")
+    assert [e["seq"] for e in again["requests"]] == [before + 1]
