@@ -205,6 +205,7 @@ def banner(app: MockApp) -> str:
     lines = [f"mockserver listening on {base}", f"  contract:      {base}/v1/openapi.json"]
     if settings.control_plane:
         lines.append(f"  control plane: {base}/_mock/  (described at {base}/_mock/openapi.json)")
+        lines.append(f"  inspector:     {base}/_mock/ui  (what the mock did, in a browser)")
     lines.append(f"  clock:         {settings.clock}, now {iso_z(app.runtime.clock.now())}")
     lines.append(f"  state:         {store_line(settings)}")
     lines.append("  fixture keys:")

@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from mockserver.areas import AREAS
 from mockserver.contract import Contract, Operation
+from mockserver.control import inspector
 from mockserver.dispatch import Router, error_response, request_path, store_unavailable
 from mockserver.platform import yamlload
 from mockserver.platform.envelope import json_response, new_request_id
@@ -55,8 +56,12 @@ def control(operation_id: str) -> Callable[[ControlHandler], ControlHandler]:
     return register
 
 
-PLANE_FRAGMENTS = ("sandboxes.yaml", "events.yaml")  # beside openapi.yaml: more operations
+# Beside openapi.yaml: more operations.
+PLANE_FRAGMENTS = ("sandboxes.yaml", "events.yaml", "inspector.yaml")
 SANDBOX_PARAMETER = {"$ref": "#/components/parameters/Sandbox"}
+# Operations that answer files as they are, not JSON from a handler: this document, and the
+# inspector's page and files.
+SERVED_AS_IS = frozenset({"controlOpenApi"}) | inspector.OPERATIONS
 
 
 @cache
@@ -107,7 +112,7 @@ class ControlPlane:
         self.runtime = runtime
         self.token = token
         self.contract = control_contract()
-        missing = set(self.contract.operations) - set(_CONTROL) - {"controlOpenApi"}
+        missing = set(self.contract.operations) - set(_CONTROL) - SERVED_AS_IS
         if missing:
             raise RuntimeError(
                 "control operations without a handler: " + ", ".join(sorted(missing))
@@ -128,6 +133,8 @@ class ControlPlane:
                 raise not_found(f"control operation {request.method} {request.url.path}")
             if op.operation_id == "controlOpenApi":
                 response = Response(self.contract.json_bytes, media_type="application/json")
+            elif op.operation_id in inspector.OPERATIONS:
+                response = inspector.serve(op.operation_id, path_params)
             else:
                 if not op.public:
                     self.check_token(request.headers.get("authorization"))

@@ -146,8 +146,9 @@ def test_serve_is_the_default_command_and_may_be_named():
     process, base, lines = start("--seed", "1", command=("serve",))
     try:
         assert lines[0] == f"mockserver listening on {base}\n"
+        assert lines[3] == f"  inspector:     {base}/_mock/ui  (what the mock did, in a browser)\n"
         assert re.fullmatch(
-            r"  clock:         real, now \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", lines[3]
+            r"  clock:         real, now \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", lines[4]
         )
         assert httpx.get(f"{base}/v1/openapi.json").status_code == 200
     finally:
