@@ -119,6 +119,7 @@ def test_a_plain_install_is_the_mock_alone(tmp_path: Path):
     venv.pip_install(str(sources))  # no extras
 
     check_the_mock_runs(venv)
+    check_the_inspector_is_packaged(venv)
     check_the_license(venv)
     for module in ("schemathesis", "hypothesis", "rich", "openapi_core", "pytest"):
         imported = venv.py(f"import {module}")
@@ -143,6 +144,18 @@ def check_the_mock_runs(venv: Venv) -> None:
     assert built.returncode == 0, built.stderr
     where, contract = built.stdout.split()
     assert Path(where).is_relative_to(venv.path) and contract == "True"
+
+
+def check_the_inspector_is_packaged(venv: Venv) -> None:
+    """The inspector's page and files (GET /_mock/ui) are in the installed package."""
+    found = venv.py(
+        "from importlib import resources\n"
+        "ui = resources.files('mockserver.control') / 'ui'\n"
+        "print(' '.join(sorted(p.name for p in ui.iterdir())))\n"
+    )
+    assert found.returncode == 0, found.stderr
+    shipped = sorted(p.name for p in (ROOT / "mockserver" / "control" / "ui").iterdir())
+    assert found.stdout.split() == shipped == ["app.css", "app.js", "index.html"]
 
 
 def check_the_license(venv: Venv) -> None:
