@@ -72,8 +72,9 @@ def need_browser() -> None:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     need_browser()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=15_000)  # the page polls every second; a loaded CI is slower
     with sync_playwright() as playwright:
         args = ["--no-sandbox"] if os.geteuid() == 0 else []
         launched = playwright.chromium.launch(executable_path=chromium(), args=args)
@@ -160,7 +161,7 @@ def watched(browser: Any, served: Served) -> Iterator[Watched]:
     """A fresh context (its own sessionStorage) and a page in it, not yet opened."""
     context = browser.new_context(viewport=VIEWPORT, base_url=served.base_url)
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(15_000)
     watched = Watched(page)
     yield watched
     try:
@@ -178,11 +179,12 @@ def page(watched: Watched, mock: Mock) -> Any:
     return watched.page
 
 
-def screenshot(page: Any, name: str) -> None:
-    """Save a screenshot of the page as ``<name>.png`` when INSPECTOR_SCREENSHOTS says where."""
+def screenshot(page: Any, name: str, clip: dict[str, int] | None = None) -> None:
+    """Save a screenshot of the page (or of ``clip``, a rectangle of it) as ``<name>.png`` when
+    INSPECTOR_SCREENSHOTS says where."""
     where = os.environ.get("INSPECTOR_SCREENSHOTS")
     if not where:
         return
     folder = Path(where) if Path(where).is_absolute() else ROOT / where
     folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / f"{name}.png"))
+    page.screenshot(path=str(folder / f"{name}.png"), clip=clip)

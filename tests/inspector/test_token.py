@@ -55,7 +55,7 @@ def test_only_the_form_shows_until_the_token_is_given_then_it_is_kept(watched: W
     expect(page.locator("#login")).to_be_visible()
     expect(page.locator("#app")).to_be_hidden()
     expect(page.locator("#controls")).to_be_hidden()
-    screenshot(page, "token")
+    screenshot(page, "token", clip={"x": 0, "y": 0, "width": 640, "height": 200})
 
     watched.allowed.append("status of 401")  # the browser logs the refusal of a wrong token
     page.fill("#token", "not-the-token")
@@ -98,6 +98,7 @@ def test_another_tab_asks_again(watched: Watched, mock: Mock):
 def test_a_token_refused_later_brings_the_form_back(watched: Watched, mock: Mock):
     page = watched.page
     page.goto("/_mock/ui")
+    expect(page.locator("#login")).to_be_visible()  # the page has made up its mind
     page.evaluate("sessionStorage.setItem('mockserver.controlToken', 'a-stale-token')")
     watched.allowed.append("status of 401")
     page.reload()
