@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from cryptography.fernet import Fernet
-
 from mockserver.contract import Contract, default_contract
 from mockserver.fixtures import build_world, load_fixtures
 from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
@@ -55,6 +53,8 @@ def data_key(store: SqlWorld | None) -> bytes | None:
     None (this process makes its own)."""
     if os.environ.get("MOCKSERVER_DATA_KEY") or store is None:
         return None
+    from cryptography.fernet import Fernet  # here: without a store, none at start-up
+
     return store.secret("data", Fernet.generate_key)
 
 
