@@ -7,7 +7,9 @@ on a free port) and polls ``GET /v1/capabilities`` as the fixtures' ``sk_test_ac
 tightly (a new attempt 1 ms after a refused connection; the mock binds its port before it
 builds itself, so a connection made early waits for the answer) until a 200 answers; the wall
 time from just before the spawn to that answer is the run's figure. Printed, each as median,
-min and max over ``--runs``:
+min and max over ``--runs``, with the median CPU seconds (user + system, /proc/PID/stat, in
+10 ms ticks) the process had used when it answered, a figure other work on the machine
+disturbs less than wall time:
 
 - the interpreter's floor: ``python -c pass``, the same interpreter, in the same run;
 - the mock as this environment runs it (with ``PYTHONDONTWRITEBYTECODE`` set, as here, its
@@ -33,7 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from wrkmix import OWNER, Server, free_port, stop_server  # bench/wrkmix.py
+from wrkmix import CLK_TCK, OWNER, Server, free_port, proc_stat, stop_server  # bench/wrkmix.py
 
 ROOT = Path(__file__).resolve().parent.parent
 CEILING_SECONDS = 0.5
@@ -62,8 +64,9 @@ def first_answer(port: int, process: subprocess.Popen[str], deadline: float) -> 
     raise RuntimeError(f"no answer within {TIMEOUT_SECONDS:.0f} s")
 
 
-def start_once(env: dict[str, str]) -> float:
-    """Seconds from spawning the mock to its first 200 (the mock is stopped after)."""
+def start_once(env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from spawning the mock to its first 200, and the CPU seconds the mock had used
+    by then (the mock is stopped after)."""
     port = free_port()
     command = [sys.executable, "-m", "mockserver", "--port", str(port), "--log-level", "warning"]
     started = time.perf_counter()
@@ -80,18 +83,23 @@ def start_once(env: dict[str, str]) -> float:
     try:
         first_answer(port, process, started + TIMEOUT_SECONDS)
         elapsed = time.perf_counter() - started
+        stat = proc_stat(process.pid)
+        cpu = stat[1] / CLK_TCK if stat is not None else float("nan")
     except BaseException:
         stop_server(server)
         print((process.stdout.read() if process.stdout else "")[-2000:], file=sys.stderr)
         raise
     stop_server(server)
-    return elapsed
+    return elapsed, cpu
 
 
-def interpreter_floor() -> float:
-    started = time.perf_counter()
+def interpreter_floor() -> tuple[float, float]:
+    started, before = time.perf_counter(), os.times()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
-    return time.perf_counter() - started
+    after = os.times()
+    cpu = after.children_user - before.children_user
+    cpu += after.children_system - before.children_system
+    return time.perf_counter() - started, cpu
 
 
 def environment(**changes: str | None) -> dict[str, str]:
@@ -104,15 +112,17 @@ def environment(**changes: str | None) -> dict[str, str]:
     return env
 
 
-def figures(samples: list[float]) -> str:
-    median = statistics.median(samples)
-    return f"median {median:6.3f} s   min {min(samples):6.3f}   max {max(samples):6.3f}"
-
-
-def measure(runs: int, label: str, once: Callable[[], float]) -> list[float]:
+def measure(runs: int, label: str, once: Callable[[], tuple[float, float]]) -> list[float]:
+    """``runs`` runs of ``once``: a row of the wall times and the median CPU; the wall times."""
     samples = [once() for _ in range(runs)]
-    print(f"{label:58} {figures(samples)}", flush=True)
-    return samples
+    walls = [wall for wall, _ in samples]
+    cpu = statistics.median(cpu for _, cpu in samples)
+    print(
+        f"{label:52} {statistics.median(walls):6.3f} {min(walls):6.3f} {max(walls):6.3f}"
+        f"   {cpu:6.2f}",
+        flush=True,
+    )
+    return walls
 
 
 def main() -> None:
@@ -121,6 +131,8 @@ def main() -> None:
     args = parser.parse_args()
     as_here = "set" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "not set"
     print(f"{sys.executable}; PYTHONDONTWRITEBYTECODE {as_here}; {args.runs} runs each\n")
+    header = "seconds from spawn to the first answer"
+    print(f"{header:52} {'median':>6} {'min':>6} {'max':>6}   {'CPU':>6}")
     measure(args.runs, "interpreter floor (python -c pass)", interpreter_floor)
     env = environment()
     start_once(env)  # a warm-up: the YAML cache filled, the files in the page cache
