@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from mockserver.platform.errors import not_found
 
-OPERATIONS = frozenset({"inspector", "inspectorFile"})
+OPERATIONS = frozenset({"inspector", "inspectorIndex", "inspectorFile"})
 INDEX = "index.html"
 FILES = {
     INDEX: "text/html; charset=utf-8",
@@ -51,8 +51,8 @@ def _read(name: str) -> bytes:
 
 
 def serve(operation_id: str, path_params: dict[str, str]) -> Response:
-    """The page (``inspector``) or one of its files (``inspectorFile``)."""
-    name = INDEX if operation_id == "inspector" else path_params["file"]
+    """The page (``inspector``, ``inspectorIndex``) or one of its files (``inspectorFile``)."""
+    name = path_params.get("file") or INDEX  # /_mock/ui/ is the page too
     if name not in FILES:
         raise not_found(f"inspector file {name!r}")
     return Response(_read(name), media_type=FILES[name], headers=HEADERS)

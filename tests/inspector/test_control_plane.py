@@ -162,6 +162,7 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(asgi_http):
     control = CheckedControl(asgi_http)
     page = control.request("GET", "/ui")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert control.request("GET", "/ui/").content == page.content  # the folder's address too
     assert page.headers["content-security-policy"] == POLICY
     assert "default-src 'self'" in POLICY and "'unsafe-inline'" not in POLICY
     assert page.headers["x-content-type-options"] == "nosniff"
@@ -173,7 +174,9 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(asgi_http):
     for missing in ("nope.js", "..%2Fhandlers.py", "openapi.yaml"):
         assert control.request("GET", f"/ui/{missing}").status_code == 404
     index = control.call("GET", "/")
-    assert {"inspector", "inspectorFile"} <= {op["operationId"] for op in index["operations"]}
+    assert {"inspector", "inspectorIndex", "inspectorFile"} <= {
+        op["operationId"] for op in index["operations"]
+    }
     assert index["tokenRequired"] is False
 
 
