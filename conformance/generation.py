@@ -2,7 +2,8 @@
 
 * Positive data is generated from the whole contract (the best guess at valid input).
 * Negative data is generated from the document the profile holds the deployment to, so that under
-  ``contract`` it breaks only what the interface document states.
+  ``contract`` it breaks only what the interface document states; path values that can only be
+  too long, too short or off their pattern are broken by the suite itself (conformance/negpaths.py).
 * Cases are drawn first (Hypothesis, seeded with the run's ``--seed``) and sent afterwards through
   :class:`conformance.target.Target`; no case is sent by Schemathesis itself.
 """
@@ -16,6 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import requests
 import schemathesis
@@ -26,7 +28,9 @@ from hypothesis.errors import HypothesisException
 from schemathesis import GenerationMode
 from schemathesis.config import SchemathesisConfig
 
+from conformance import negpaths
 from conformance.contract import Contract, Operation
+from conformance.requestcheck import negatable
 
 # Authentication is the target's business (it adds the key); links are the contract's only.
 SCHEMATHESIS_CONFIG: dict[str, Any] = {
@@ -158,9 +162,23 @@ class Generator:
         self.contract = contract
         self.seed = seed
         self.positive_key = document_key(contract.document)
-        self.negative_key = document_key(contract.held.document)
         self.positive_schema = load_schema(contract.document, self.positive_key)
-        self.negative_schema = load_schema(contract.held.document, self.negative_key)
+        # The operations whose path values the suite breaks itself; Schemathesis breaks the rest
+        # of their requests, from a document where those path parameters are plain strings.
+        self.path_bounds = negpaths.path_bounds(contract.held)
+        held_key = document_key(contract.held.document)
+        self.negative_key = f"{held_key}:paths:{','.join(sorted(self.path_bounds))}"
+        self._negative_schema: Any = None
+
+    @property
+    def negative_schema(self) -> Any:
+        if self._negative_schema is None:
+            if self.negative_key not in _SCHEMAS:
+                held = self.contract.held
+                document = negpaths.without_path_bounds(held, set(self.path_bounds))
+                load_schema(document, self.negative_key)
+            self._negative_schema = _SCHEMAS[self.negative_key]
+        return self._negative_schema
 
     def api_operation(self, op: Operation, mode: GenerationMode) -> Any:
         schema = self.positive_schema if mode == GenerationMode.POSITIVE else self.negative_schema
@@ -193,6 +211,43 @@ class Generator:
                 _CASES.clear()
             _CASES[key] = found
         return list(found)
+
+    def negative_cases(self, op: Operation, count: int, *, salt: str = "") -> list[Any]:
+        """Up to ``count`` cases that break what the held document states of ``op``: the path
+        values the suite breaks itself first, then Schemathesis's (which never break those)."""
+        bounds = self.path_bounds.get(op.operation_id)
+        if bounds is None:
+            return self.cases(op, GenerationMode.NEGATIVE, count, salt=salt)
+        rest = negatable(self.contract.held, op, path=False)
+        own = max(2, count // 4) if rest else count
+        found = self.broken_paths(op, bounds, own, salt=salt)
+        if rest:
+            found += self.cases(op, GenerationMode.NEGATIVE, count - len(found), salt=salt)
+        return found
+
+    def broken_paths(
+        self, op: Operation, bounds: tuple[negpaths.PathBounds, ...], count: int, *, salt: str = ""
+    ) -> list[Any]:
+        """Valid generated requests to ``op``, each with one path value broken."""
+        base = self.one_positive(op, salt=f"{salt}-path")
+        if base is None:
+            return []
+        seed = salted(self.seed, op.operation_id, "negative-path", salt)
+        operation = self.api_operation(op, GenerationMode.POSITIVE)
+        cases = []
+        for name, value in negpaths.broken_values(bounds, count, seed):
+            path = {**base.path_parameters, name: quote(value, safe="")}
+            cases.append(
+                operation.Case(
+                    path_parameters=path,
+                    headers=base.headers,
+                    cookies=base.cookies,
+                    query=base.query,
+                    body=base.body,
+                    media_type=base.media_type,
+                )
+            )
+        return cases
 
     def one_positive(
         self, op: Operation, *, salt: str = "", path_parameters: dict[str, Any] | None = None

@@ -158,9 +158,12 @@ def constrained(view: ContractView, schema: Any, *, bare_string: bool = False) -
     return False
 
 
-def negatable(view: ContractView, op: Operation) -> bool:
-    """Whether a request to ``op`` can break a constraint the view states."""
+def negatable(view: ContractView, op: Operation, *, path: bool = True) -> bool:
+    """Whether a request to ``op`` can break a constraint the view states (``path=False``: one
+    besides its path values)."""
     for param in op.parameters:
+        if param.location == "path" and not path:
+            continue
         if param.required and param.location != "path":
             return True
         if constrained(view, param.schema):

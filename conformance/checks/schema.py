@@ -196,7 +196,7 @@ def negative(ctx: Context) -> None:
         if not negatable(ctx.held, op):
             ctx.skip("no stated constraint to break")
             continue
-        cases = ctx.session.generator.cases(op, GenerationMode.NEGATIVE, per_op + 2, salt="neg")
+        cases = ctx.session.generator.negative_cases(op, per_op + 2, salt="neg")
         sent, seen = 0, set()
         for case in cases:
             if sent >= per_op:
