@@ -22,7 +22,8 @@ Compilation is deterministic (the same channel and body always give the same pla
 
   ============  ================================================================
   longvideo     ``"<niche>" (k1 | k2 | ...) category:<longvideo ids>``
-  shortvideo    ``#<niche> #k1 #k2 ... category:<shortvideo ids>`` (as hashtags)
+  shortvideo    ``#<niche> #k1 #k2 ... category:<shortvideo ids>`` (as hashtags; the niche
+                as written when no word of it or of the keywords makes one)
   microblog     ``("<niche>" OR k1 OR k2 ...) min_engagement:100 -is:reply``
   community     ``title:(k1 OR k2 ...) OR "<niche>" sort:top``
   news          ``("<niche>" OR k1 OR k2 ...) iab:<IAB ids> lang:en``
@@ -76,7 +77,7 @@ def _longvideo(niche: str, terms: list[str], ids: list[str]) -> str:
 
 def _shortvideo(niche: str, terms: list[str], ids: list[str]) -> str:
     tags = " ".join(dict.fromkeys(t for t in (tag(k) for k in [niche, *terms]) if t != "#"))
-    return f"{tags}{_categories('category', ids)}"
+    return f"{tags or _term(niche)}{_categories('category', ids)}"
 
 
 def _microblog(niche: str, terms: list[str], ids: list[str]) -> str:
