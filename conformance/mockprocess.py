@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from mockserver.platform.tls import tls_context
+
 _LISTENING = re.compile(r"mockserver listening on (\S+)")
 _KEY = re.compile(r"^\s+(\S+)\s+(\S+) / (\S+) \((\w+)\)\s*$")
 
@@ -114,7 +116,10 @@ class MockProcess:
     def _wait_ready(self, deadline: float) -> None:
         while time.monotonic() < deadline:
             try:
-                if httpx.get(self.base_url + "/v1/openapi.json", timeout=2).status_code == 200:
+                answer = httpx.get(
+                    self.base_url + "/v1/openapi.json", timeout=2, verify=tls_context()
+                )
+                if answer.status_code == 200:
                     return
             except httpx.TransportError:
                 pass

@@ -22,6 +22,7 @@ import httpx
 from conformance.mockprocess import FixtureKey, owner_key, restricted_key
 from conformance.runner import MockIdentity
 from conformance.target import TargetUnreachable
+from mockserver.platform.tls import tls_context
 
 
 class SandboxError(TargetUnreachable):
@@ -64,7 +65,7 @@ def open_sandbox(base_url: str, seed: int, *, timeout: float = 60.0) -> Where:
     """A new sandbox of the mock at ``base_url`` (ids seeded with ``seed``), with its keys."""
     url = base_url.rstrip("/") + "/_mock/sandboxes"
     try:
-        response = httpx.post(url, json={"seed": seed}, timeout=timeout)
+        response = httpx.post(url, json={"seed": seed}, timeout=timeout, verify=tls_context())
     except httpx.TransportError as exc:
         raise SandboxError(f"POST {url}: {type(exc).__name__}: {exc}") from exc
     if response.status_code == 404:
@@ -89,7 +90,9 @@ def close_sandbox(where: Where, *, timeout: float = 30.0) -> bool:
         return True
     try:
         response = httpx.delete(
-            f"{where.base_url}/_mock/sandboxes/{where.sandbox}", timeout=timeout
+            f"{where.base_url}/_mock/sandboxes/{where.sandbox}",
+            timeout=timeout,
+            verify=tls_context(),
         )
     except httpx.TransportError:
         return False

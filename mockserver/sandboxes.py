@@ -20,7 +20,6 @@ they act on the default world.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import secrets
 import time
@@ -32,6 +31,7 @@ from typing import Any
 from mockserver.platform.clock import parse_time
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import ApiError, not_found
+from mockserver.platform.transactions import plain
 from mockserver.runtime import Runtime
 from mockserver.store.sql import SqlStore
 
@@ -236,8 +236,8 @@ class SandboxManager:
     def _fixtures(self, workspace: str | None, keys: list[dict[str, str]]) -> dict[str, Any]:
         """The parent's fixtures (one workspace, if named) with the sandbox's keys in place
         of theirs, in the same order."""
-        fixtures = copy.deepcopy(self.parent.fixtures)
-        fixtures["workspaces"] = copy.deepcopy(self._workspaces(workspace))
+        fixtures = plain(self.parent.fixtures)
+        fixtures["workspaces"] = plain(self._workspaces(workspace))
         given = iter(keys)
         for spec in fixtures["workspaces"]:
             for key in spec.get("keys", []):
