@@ -57,8 +57,15 @@ USER_AGENT = "cgcas-conformance"
 # Loading a schema and drawing cases cost far more than sending them; a process that runs the
 # suite several times (the pytest plugin, the kit's tests) reuses both. Cases are never mutated.
 _SCHEMAS: dict[str, Any] = {}
-_CASES: dict[tuple[Any, ...], list[Any]] = {}
+_CASES: dict[tuple[Any, ...], list[Any]] = {}  # drawn by Hypothesis's engine, by count
+_DRAWS: dict[tuple[Any, ...], Draws] = {}  # drawn directly: more can be taken later
 _MAX_CACHED = 20000
+
+
+def _remember(cache: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
+    if len(cache) > _MAX_CACHED:
+        cache.clear()
+    cache[key] = value
 
 
 def document_key(document: dict[str, Any]) -> str:
@@ -82,24 +89,23 @@ def salted(seed: int, *parts: str) -> int:
 def draw(strategy: st.SearchStrategy[Any], count: int, seed: int) -> list[Any]:
     """Up to ``count`` values of a strategy, reproducibly for a seed (no shrinking, no database).
 
-    The values are drawn straight from the strategy (:func:`_draw_direct`): the simplest value
-    first, as Hypothesis's engine starts, then values drawn at random from a generator seeded
-    with ``seed``. The engine's search around what it has found (copies of parts of earlier
+    The values are drawn straight from the strategy (:class:`Draws`): the simplest value first,
+    as Hypothesis's engine starts, then values drawn at random from a generator seeded with
+    ``seed``. The engine's search around what it has found (copies of parts of earlier
     examples, a tree of what it has run, shrinking) serves finding and minimising a failure, which
     a draw made before anything is sent cannot use; it cost a quarter of the drawing time. As in
     the engine, a value drawn from the same choices as an earlier one is drawn again, the global
     ``random`` is seeded for each value, and a value the strategy rejects is drawn again (up to
-    ten tries a value). Where this Hypothesis has not the internals it needs, the engine draws
+    ten tries a value). The values for a smaller ``count`` are the first of those for a bigger
+    one. Where this Hypothesis has not the internals it needs, the engine draws
     (:func:`_draw_engine`).
     """
     if count <= 0:
         return []
-    if _DIRECT is not None:
-        try:
-            return _draw_direct(strategy, count, seed)
-        except _Unsupported:
-            pass
-    return _draw_engine(strategy, count, seed)
+    try:
+        return Draws(strategy, seed).take(count)
+    except _Unsupported:
+        return _draw_engine(strategy, count, seed)
 
 
 class _Unsupported(Exception):
@@ -123,39 +129,54 @@ _DIRECT = _direct_internals()
 _TRIES_PER_VALUE = 10  # a value the strategy rejects (a filter, an assumption) is drawn again
 
 
-def _draw_direct(strategy: st.SearchStrategy[Any], count: int, seed: int) -> list[Any]:
-    BuildContext, StopTest, Unsatisfied, ChoiceTemplate, ConjectureData, prng = _DIRECT
-    try:
-        strategy.validate()
-    except HypothesisException:
-        return []
-    generator = random.Random(seed)
-    found: list[Any] = []
-    seen: set[tuple[Any, ...]] = set()
-    for attempt in range(count * _TRIES_PER_VALUE):
-        if len(found) >= count:
-            break
-        try:
-            prefix = (ChoiceTemplate("simplest", count=None),) if attempt == 0 else None
-            data = ConjectureData(random=generator, prefix=prefix)
-            context = BuildContext(data, wrapped_test=_no_test)
-        except TypeError as exc:  # another signature: not the internals expected
-            raise _Unsupported from exc
-        try:
-            with prng(), context:
-                value = data.draw(strategy)
-        except (StopTest, Unsatisfied):
-            continue  # rejected, or too big: drawn again
-        except HypothesisException:  # e.g. an invalid strategy: the engine gives up, so do we
-            break
-        if not hasattr(data, "choices"):
+class Draws:
+    """The values of a strategy drawn so far for a seed; :meth:`take` draws more as asked, so
+    asking for more later draws only the new ones (see :func:`draw`)."""
+
+    def __init__(self, strategy: st.SearchStrategy[Any], seed: int) -> None:
+        if _DIRECT is None:
             raise _Unsupported
-        choices = tuple(data.choices)
-        if choices in seen:
-            continue  # the same choices make the same value: a new one is drawn, as the engine
-        seen.add(choices)  # never runs the same choices twice
-        found.append(value)
-    return found
+        self.strategy = strategy
+        self.random = random.Random(seed)
+        self.found: list[Any] = []
+        self.seen: set[tuple[Any, ...]] = set()
+        self.attempts = 0
+        self.done = False  # the strategy is invalid, or Hypothesis gave up on it
+        try:
+            strategy.validate()
+        except HypothesisException:
+            self.done = True
+
+    def take(self, count: int) -> list[Any]:
+        """The first ``count`` values (fewer when no more could be drawn)."""
+        build, stop, unsatisfied, template, conjecture, prng = _DIRECT
+        while not self.done and len(self.found) < count:
+            if self.attempts >= count * _TRIES_PER_VALUE:
+                break
+            first = self.attempts == 0
+            self.attempts += 1
+            try:
+                prefix = (template("simplest", count=None),) if first else None
+                data = conjecture(random=self.random, prefix=prefix)
+                context = build(data, wrapped_test=_no_test)
+            except TypeError as exc:  # another signature: not the internals expected
+                raise _Unsupported from exc
+            try:
+                with prng(), context:
+                    value = data.draw(self.strategy)
+            except (stop, unsatisfied):
+                continue  # rejected, or too big: drawn again
+            except HypothesisException:  # e.g. an invalid strategy: the engine gives up, so do we
+                self.done = True
+                break
+            if not hasattr(data, "choices"):
+                raise _Unsupported
+            choices = tuple(data.choices)
+            if choices in self.seen:
+                continue  # the same choices make the same value: a new one is drawn, as the
+            self.seen.add(choices)  # engine never runs the same choices twice
+            self.found.append(value)
+        return self.found[:count]
 
 
 def _no_test() -> None:
@@ -278,33 +299,47 @@ class Generator:
     ) -> list[Any]:
         seed = salted(self.seed, op.operation_id, mode.value, salt)
         schema_key = self.positive_key if mode == GenerationMode.POSITIVE else self.negative_key
-        key = (schema_key, op.operation_id, mode.value, count, seed,
+        key = (schema_key, op.operation_id, mode.value, seed,
                tuple(sorted((path_parameters or {}).items())))  # fmt: skip
-        if keep is None and key in _CASES:
-            return list(_CASES[key])
+        if keep is None and key in _DRAWS:
+            return _DRAWS[key].take(count)
+        if keep is None and (*key, count) in _CASES:
+            return list(_CASES[(*key, count)])
         strategy = self.api_operation(op, mode).as_strategy(
             generation_mode=mode, path_parameters=path_parameters
         )
         if keep is not None:
             strategy = strategy.filter(keep)
-        found = draw(strategy, count, seed)
+        try:
+            draws = Draws(strategy, seed)
+            found = draws.take(count)
+        except _Unsupported:
+            found = _draw_engine(strategy, count, seed)
+            if keep is None:
+                _remember(_CASES, (*key, count), found)
+            return list(found)
         if keep is None:
-            if len(_CASES) > _MAX_CACHED:
-                _CASES.clear()
-            _CASES[key] = found
-        return list(found)
+            _remember(_DRAWS, key, draws)
+        return found
 
-    def negative_cases(self, op: Operation, count: int, *, salt: str = "") -> list[Any]:
+    def negative_cases(
+        self, op: Operation, count: int, *, salt: str = "", most: int | None = None
+    ) -> list[Any]:
         """Up to ``count`` cases that break what the held document states of ``op``: the path
-        values the suite breaks itself first, then Schemathesis's (which never break those)."""
+        values the suite breaks itself first, then Schemathesis's (which never break those).
+
+        ``most`` is the most cases the caller may ask for (``count`` unless given): the path
+        values take a share of it, so that the cases for a smaller ``count`` are the first of
+        those for ``most`` (as long as :func:`draw` draws directly)."""
+        most = max(count, most or count)
         bounds = self.path_bounds.get(op.operation_id)
         if bounds is None:
             return self.cases(op, GenerationMode.NEGATIVE, count, salt=salt)
         rest = negatable(self.contract.held, op, path=False)
-        own = max(2, count // 4) if rest else count
+        own = min(count, max(2, most // 4) if rest else most)
         found = self.broken_paths(op, bounds, own, salt=salt)
-        if rest:
-            found += self.cases(op, GenerationMode.NEGATIVE, count - len(found), salt=salt)
+        if rest and count > own:
+            found += self.cases(op, GenerationMode.NEGATIVE, count - own, salt=salt)
         return found
 
     def broken_paths(

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,10 +138,11 @@ def positive(ctx: Context) -> None:
             continue
         real = ctx.session.ids.path_parameters(op) if op.path_parameters else None
         cases = generator.cases(op, GenerationMode.POSITIVE, per_op, salt="positive")
-        if real:
+        if real:  # half of per_op: the first half of per_op drawn (draw() keeps its prefix)
             cases += generator.cases(
-                op, GenerationMode.POSITIVE, per_op, salt="positive-real", path_parameters=real
-            )[: max(1, per_op // 2)]
+                op, GenerationMode.POSITIVE, max(1, per_op // 2), salt="positive-real",
+                path_parameters=real,
+            )  # fmt: skip
         seen = set()
         for case in cases:
             prepared = prepare(case, ctx.target.base_url)
@@ -196,11 +198,8 @@ def negative(ctx: Context) -> None:
         if not negatable(ctx.held, op):
             ctx.skip("no stated constraint to break")
             continue
-        cases = ctx.session.generator.negative_cases(op, per_op + 2, salt="neg")
         sent, seen = 0, set()
-        for case in cases:
-            if sent >= per_op:
-                break
+        for case in _negative_candidates(ctx, op, per_op):
             prepared = prepare(case, ctx.target.base_url)
             if prepared is None or prepared.fingerprint in seen:
                 continue
@@ -224,8 +223,20 @@ def negative(ctx: Context) -> None:
                 quote=ctx.held.quote("#/components/responses/BadRequest"),
                 key=(op.operation_id, exchange.status, broken[0].location),
             )
+            if sent >= per_op:
+                break  # before the next case is asked for: it may have to be drawn
         if sent == 0:
             ctx.skip("no stated constraint to break")
+
+
+def _negative_candidates(ctx: Context, op: Operation, per_op: int) -> Iterator[Any]:
+    """The negative cases for ``op``: ``per_op`` of them, then two more, drawn only when some of
+    the first cannot be sent (a duplicate, one that breaks nothing under the profile): the same
+    cases as ``per_op + 2`` drawn at once, without drawing two that are seldom sent."""
+    generator = ctx.session.generator
+    first = generator.negative_cases(op, per_op, salt="neg", most=per_op + 2)
+    yield from first
+    yield from generator.negative_cases(op, per_op + 2, salt="neg", most=per_op + 2)[len(first) :]
 
 
 def _refusal_problem(exchange: Exchange, allowed: set[int], codes: Any) -> str | None:
