@@ -25,6 +25,9 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
+from conformance.loopback import transport_for
+from mockserver.platform.tls import tls_context
+
 MAX_KEPT_BODY = 1 << 20
 
 
@@ -269,7 +272,12 @@ class Target:
         self.max_requests = max_requests
         self.wait_cap = wait_cap
         self.sleep = sleep
-        self.client = client or httpx.Client(timeout=timeout, follow_redirects=False)
+        self.client = client or httpx.Client(
+            timeout=timeout,
+            follow_redirects=False,
+            transport=transport_for(self.base_url),
+            verify=tls_context(),
+        )
         self.sandbox = sandbox  # the bundled mock's sandbox the keys belong to, if any
         self.control = (
             MockControl(self.client, self.base_url, control_token, sandbox) if use_control else None
