@@ -198,12 +198,16 @@ class Context:
         if key is not None:
             self._warned[key] = warning
 
-    def expect(self, condition: bool, rule: str, message: str, **kwargs: Any) -> bool:
-        """Pass when ``condition`` holds, else fail with ``rule``; answer the condition."""
+    def expect(
+        self, condition: bool, rule: str, message: str | Callable[[], str], **kwargs: Any
+    ) -> bool:
+        """Pass when ``condition`` holds, else fail with ``rule``; answer the condition. A
+        ``message`` that costs something to write (a body shown) may be given as a function:
+        it is called only on failure."""
         if condition:
             self.passed()
         else:
-            self.fail(rule, message, **kwargs)
+            self.fail(rule, message() if callable(message) else message, **kwargs)
         return condition
 
     # -- gating ---------------------------------------------------------------------------------

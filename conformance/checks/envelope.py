@@ -59,7 +59,9 @@ def success_flag(ctx: Context, exchange: Exchange) -> None:
         ctx.expect(
             isinstance(body, dict) and body.get("success") is True,
             "success-true",
-            f"a {exchange.status} body must have success: true; got {_show(body, exchange)}",
+            lambda: (
+                f"a {exchange.status} body must have success: true; got {_show(body, exchange)}"
+            ),
             exchange=exchange,
             quote=ctx.held.quote("#/components/schemas/Ok"),
             key=_key(exchange),
@@ -68,7 +70,9 @@ def success_flag(ctx: Context, exchange: Exchange) -> None:
         ctx.expect(
             isinstance(body, dict) and body.get("success") is False,
             "success-false",
-            f"a {exchange.status} body must have success: false; got {_show(body, exchange)}",
+            lambda: (
+                f"a {exchange.status} body must have success: false; got {_show(body, exchange)}"
+            ),
             exchange=exchange,
             quote=ctx.held.quote("#/components/schemas/Error"),
             key=_key(exchange),
@@ -238,8 +242,10 @@ def _json_rule(ctx: Context, exchange: Exchange) -> None:
     ctx.expect(
         media == "application/json" and exchange.json() is not None,
         "json",
-        f"the {exchange.status} response is not JSON ({media or 'no content type'}): "
-        f"{_show(exchange.json(), exchange)}",
+        lambda: (
+            f"the {exchange.status} response is not JSON ({media or 'no content type'}): "
+            f"{_show(exchange.json(), exchange)}"
+        ),
         exchange=exchange,
         quote="Bodies are JSON.",
         key=_key(exchange),
