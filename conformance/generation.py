@@ -15,7 +15,6 @@ import copy
 import hashlib
 import json
 import random
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -80,40 +79,6 @@ def load_schema(document: dict[str, Any], key: str | None = None) -> Any:
         config = SchemathesisConfig.from_dict(copy.deepcopy(SCHEMATHESIS_CONFIG))
         _SCHEMAS[key] = schemathesis.openapi.from_dict(copy.deepcopy(document), config=config)
     return _SCHEMAS[key]
-
-
-def _share_object_strategies() -> None:
-    """Schemathesis draws each generated object from a ``st.fixed_dictionaries`` it builds anew
-    for every value (``schemathesis.generation.jsonschema.strategy``), which Hypothesis then
-    validates anew: ~4% of the drawing time. That module is given a copy of
-    ``hypothesis.strategies`` whose ``fixed_dictionaries`` answers the same strategy for the same
-    keys and value strategies (held, so that their ids stay theirs): the same values, drawn the
-    same way. A Schemathesis without that module, or not using ``st`` there, is left as it is."""
-    try:
-        from schemathesis.generation.jsonschema import strategy as module
-    except ImportError:
-        return
-    if getattr(module, "st", None) is not st:
-        return
-    shared = types.ModuleType(st.__name__, st.__doc__)
-    shared.__dict__.update(st.__dict__)
-    built: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
-
-    def fixed_dictionaries(mapping: Any, *, optional: Any = None) -> Any:
-        if optional is not None or not isinstance(mapping, dict):
-            return st.fixed_dictionaries(mapping, optional=optional)
-        key = tuple((name, id(value)) for name, value in mapping.items())
-        if key not in built:
-            if len(built) >= 4096:
-                built.clear()
-            built[key] = (tuple(mapping.values()), st.fixed_dictionaries(mapping))
-        return built[key][1]
-
-    shared.fixed_dictionaries = fixed_dictionaries  # type: ignore[attr-defined]
-    module.st = shared
-
-
-_share_object_strategies()
 
 
 def salted(seed: int, *parts: str) -> int:

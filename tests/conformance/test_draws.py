@@ -31,14 +31,3 @@ def test_rejected_and_impossible_values_give_nothing():
     assert draw(st.integers().filter(lambda _: False), 3, 1) == []
     assert draw(st.integers(min_value=2, max_value=1), 3, 1) == []
     assert draw(st.integers(), 0, 1) == []
-
-
-def test_schemathesis_objects_share_their_fixed_dictionaries():
-    from schemathesis.generation.jsonschema import strategy as module
-
-    value = st.integers()
-    first = module.st.fixed_dictionaries({"a": value, "b": value})
-    assert module.st.fixed_dictionaries({"a": value, "b": value}) is first
-    assert module.st.fixed_dictionaries({"a": st.integers()}) is not first
-    assert module.st.text is st.text  # the rest is Hypothesis's own
-    assert draw(first, 5, 1) == draw(st.fixed_dictionaries({"a": value, "b": value}), 5, 1)
