@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from starlette.testclient import TestClient
 
 from mockserver.app import MockApp, create_app
 from mockserver.settings import Settings
 from tests.support.client import ApiClient, ControlClient
+from tests.support.inproc import InProcessClient
 from tests.support.serve import Served
 from tests.support.stores import test_store, with_test_store
 
@@ -43,20 +43,20 @@ def mock_app() -> MockApp:
 
 
 @pytest.fixture(scope="session")
-def asgi_http(mock_app: MockApp) -> Iterator[TestClient]:
-    with TestClient(mock_app, base_url="http://mock.test", raise_server_exceptions=True) as client:
+def asgi_http(mock_app: MockApp) -> Iterator[httpx.Client]:
+    with InProcessClient(mock_app, base_url="http://mock.test") as client:
         yield client
 
 
 @pytest.fixture
-def control(asgi_http: TestClient) -> ControlClient:
+def control(asgi_http: httpx.Client) -> ControlClient:
     client = ControlClient(asgi_http)
     client.reset()
     return client
 
 
 @pytest.fixture
-def api(asgi_http: TestClient, control: ControlClient) -> ApiClient:
+def api(asgi_http: httpx.Client, control: ControlClient) -> ApiClient:
     """The emulated API through the ASGI app, state reset to the fixtures."""
     return ApiClient(asgi_http)
 

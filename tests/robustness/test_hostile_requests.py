@@ -28,13 +28,13 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from starlette.testclient import TestClient
 
 from mockserver.app import create_app
 from mockserver.contract import default_contract
 from mockserver.settings import Settings
 from tests.robustness.support import ERROR_FIELDS
 from tests.support.client import ApiClient, ControlClient
+from tests.support.inproc import InProcessClient
 
 LIMITS = default_contract().limits
 DEPTH = int(LIMITS["maxJsonNestingDepth"])
@@ -196,7 +196,7 @@ def mock() -> Iterator[Mock]:
     logger = logging.getLogger("mockserver")
     logger.addHandler(logs)
     try:
-        with TestClient(app, base_url="http://mock.test", raise_server_exceptions=False) as http:
+        with InProcessClient(app, raise_app_exceptions=False) as http:
             target = Mock(ApiClient(http), ControlClient(http), logs)
             target.control.reset()
             target.state = target.snapshot()
