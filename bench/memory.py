@@ -41,6 +41,7 @@ from pathlib import Path
 
 from wrkmix import (  # bench/wrkmix.py
     LISTS,
+    MIX,
     ON_CPU_0,
     ON_CPU_1,
     OWNER,
@@ -62,16 +63,19 @@ CLIENT_THREADS = 8
 BATCHES = 5
 MIB = 1024 * 1024
 
-# wrk script: GET each path given (after the run's prefix, unused) in turn; done() prints as
-# bench/mix.lua does, so that wrkmix.run_wrk and read_figures read it.
+# wrk script: GET each path given (after the run's prefix, unused) in turn, keeping the first
+# bodies of non-2xx answers as bench/mix.lua does; its done() is mix.lua's own, so that
+# wrkmix.run_wrk and read_figures read it.
 READS_LUA = (
     f'local AUTH = "Bearer {OWNER}"\n'
     + r"""
+local MAX_SAMPLES = 3
 local threads = {}
 local paths = {}
 local slot = 0
 non2xx = 0
 statuses = {}
+samples = {}
 
 function setup(thread)
   threads[#threads + 1] = thread
@@ -92,26 +96,15 @@ function response(status, headers, body)
   if status < 200 or status > 299 then
     non2xx = non2xx + 1
     statuses[status] = (statuses[status] or 0) + 1
+    if #samples < MAX_SAMPLES then
+      samples[#samples + 1] = status .. " " .. string.sub(body or "", 1, 200)
+    end
   end
 end
 
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("MIX requests=%d\n", summary.requests))
-  io.write(string.format("MIX duration_us=%d\n", summary.duration))
-  io.write(string.format("MIX p50_us=%d\n", latency:percentile(50)))
-  io.write(string.format("MIX p99_us=%d\n", latency:percentile(99)))
-  io.write(string.format("MIX socket_errors=%d\n", e.connect + e.read + e.write + e.timeout))
-  local total = 0
-  for _, thread in ipairs(threads) do
-    total = total + thread:get("non2xx")
-    for status, count in pairs(thread:get("statuses")) do
-      io.write(string.format("MIX status_%d=%d\n", status, count))
-    end
-  end
-  io.write(string.format("MIX non2xx=%d\n", total))
-end
 """
+    + "function done("
+    + MIX.read_text().partition("function done(")[2]
 )
 
 Request = tuple[str, str, bytes | None, dict[str, str]]
