@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
+from starlette.requests import Request
 
 
 @dataclass
@@ -120,13 +121,7 @@ class Receiver:
     async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        body = await Request(scope, receive).body()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path = scope["path"]
         policy = self.policies.get(path)

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
+from starlette.requests import Request
 
 
 @dataclass(frozen=True)
@@ -211,12 +212,7 @@ class DefectProxy:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await Request(scope, receive).body()
         headers = {
             k.decode("latin-1"): v.decode("latin-1")
             for k, v in scope["headers"]

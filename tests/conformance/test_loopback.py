@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.requests import Request
 
 from conformance.loopback import LoopbackTransport, transport_for
 from conformance.target import Target, TargetUnreachable
@@ -24,12 +25,7 @@ class Echo:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await Request(scope, receive).body()
         seen = {
             "method": scope["method"],
             "path": scope["raw_path"].decode(),

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.requests import Request
+
 
 @dataclass
 class Delivery:
@@ -46,12 +48,7 @@ class Receiver:
                         self._release.set()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await Request(scope, receive).body()
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.deliveries.append(Delivery(scope["path"], headers, body, time.time()))
         answer = self._script.pop(0) if self._script else 200
