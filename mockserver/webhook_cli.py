@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import hmac
 import http
 import os
@@ -26,6 +25,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from mockserver.platform import signing
 from mockserver.platform.tls import tls_context
 
 if TYPE_CHECKING:
@@ -54,8 +54,7 @@ def subscription_events() -> list[str]:
 
 def verify(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
     """HMAC-SHA256 of ``<timestamp>.<raw body>``, ``sha256=`` lowercase hex, constant time."""
-    message = timestamp.encode() + b"." + body
-    expected = "sha256=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+    expected = signing.sign(secret, timestamp, body)
     return hmac.compare_digest(expected.encode(), signature.encode())
 
 
