@@ -24,7 +24,7 @@ from mockserver.fixtures import FixtureError, load_fixtures
 from mockserver.platform.envelope import iso_z
 from mockserver.registry import StartupError
 from mockserver.resources import default_fixtures_path
-from mockserver.settings import Settings
+from mockserver.settings import MIN_DELIVERY_LEASE, Settings
 from mockserver.store import StoreError
 
 if TYPE_CHECKING:
@@ -118,6 +118,16 @@ def build_serve_parser(prog: str = "mockserver") -> argparse.ArgumentParser:
         help="at most N sandboxes live at once (default %(default)s)",
     )
     parser.add_argument(
+        "--delivery-lease",
+        type=at_least(MIN_DELIVERY_LEASE),
+        default=None,
+        metavar="SECONDS",
+        help="a process's claim on a webhook delivery lasts this long, renewed while its "
+        "attempt is under way: another process sharing the store retries the delivery of one "
+        f"that died mid-attempt after this long (at least {MIN_DELIVERY_LEASE:g}; default: "
+        "the contract's attempt timeout plus 5 s, 15)",
+    )
+    parser.add_argument(
         "--state",
         type=Path,
         default=None,
@@ -150,6 +160,18 @@ def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
         value = kind(text)
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+        return value
+
+    return read
+
+
+def at_least(minimum: float) -> Callable[[str], float]:
+    def read(text: str) -> float:
+        value = float(text)
+        if not minimum <= value < float("inf"):  # NaN and infinity too
+            raise argparse.ArgumentTypeError(
+                f"must be at least {minimum:g} (and finite), got {text}"
+            )
         return value
 
     return read
@@ -193,6 +215,7 @@ def settings_from(args: argparse.Namespace, port: int) -> Settings:
         log_level=args.log_level,
         sandbox_ttl=args.sandbox_ttl,
         max_sandboxes=args.max_sandboxes,
+        delivery_lease=args.delivery_lease,
         state=args.state,
         store=args.store,
     )

@@ -7,6 +7,10 @@ from pathlib import Path
 
 from mockserver.resources import default_fixtures_path
 
+# Two looks of the delivery loop (platform/delivery.py: TICK), so that a live process renews
+# its claims before they lapse.
+MIN_DELIVERY_LEASE = 2.0
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -22,6 +26,11 @@ class Settings:
     log_level: str = "info"
     sandbox_ttl: float = 3600.0  # seconds of wall time an idle sandbox lives
     max_sandboxes: int = 64
+    # Seconds a process's claim on a webhook delivery lasts (renewed while its attempt is under
+    # way): how long before another process sharing the store retries a delivery whose process
+    # died mid-attempt. None: the contract's attempt timeout plus 5 s. At least
+    # MIN_DELIVERY_LEASE.
+    delivery_lease: float | None = None
     # Where the state lives (store/): in memory (None), a SQLite file (``state``), or the
     # store a URL names (``sqlite:///PATH``, ``postgresql://...``).
     state: Path | None = None

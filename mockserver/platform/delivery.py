@@ -277,6 +277,9 @@ def jitter(event_id: str, attempt: int, ratio: float) -> float:
     return (int.from_bytes(digest[:4], "big") / 0xFFFFFFFF * 2 - 1) * ratio
 
 
+TICK = 1.0  # seconds between two looks of the delivery loop at a real clock or a shared store
+
+
 class DeliveryWorker:
     """The background task that makes delivery attempts when they fall due."""
 
@@ -289,9 +292,11 @@ class DeliveryWorker:
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._task: asyncio.Task[None] | None = None
         self.holder = secrets.token_hex(6)  # this process, in claims
-        # A claim outlives an attempt by far; one left by a process that died mid-attempt
-        # lapses after this many seconds of wall time, and the delivery is attempted again.
-        self.lease = float(self.policy["attemptTimeoutSeconds"]) + 5.0
+        # A claim lasts this many seconds of wall time, renewed while its attempt is under way
+        # (_renew_claims); one left by a process that died mid-attempt lapses, and the delivery
+        # is attempted again (--delivery-lease; default: the attempt timeout plus 5 s).
+        lease = rt.settings.delivery_lease
+        self.lease = float(self.policy["attemptTimeoutSeconds"]) + 5.0 if lease is None else lease
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -325,7 +330,13 @@ class DeliveryWorker:
             if record["state"] == "pending"
             and record["nextAttemptAt"] is not None
             and record["nextAttemptAt"] <= now
-            and ("_claim" not in record or record["_claim"]["until"] <= wall)
+            and (
+                "_claim" not in record
+                or (
+                    record["_claim"]["until"] <= wall
+                    and record["_claim"]["token"] not in self._in_flight  # never its own twice
+                )
+            )
         ]
 
     def _start_due(self) -> list[asyncio.Task[None]]:
@@ -342,8 +353,24 @@ class DeliveryWorker:
             started.append(task)
         return started
 
+    def _renew_claims(self) -> None:
+        """Extend the claims of this process's attempts under way that are past half their
+        lease (every tick, once the lease is under two ticks), so that no other process takes
+        over a delivery whose attempt is still running here."""
+        wall = time.time()
+        for record in deliveries(self.rt).values():
+            claim = record.get("_claim")
+            if (
+                claim is not None
+                and claim["token"] in self._in_flight
+                and claim["until"] - wall < max(self.lease / 2, 2 * TICK)
+            ):
+                record["_claim"] = {**claim, "until": wall + self.lease}
+
     def _claim_due(self) -> list[tuple[str, dict[str, Any]]]:
         with self.rt.transaction():
+            if self._in_flight:
+                self._renew_claims()
             claimed = []
             for record in self._due():
                 token = f"{self.holder}.{secrets.token_hex(6)}"
@@ -353,8 +380,9 @@ class DeliveryWorker:
 
     async def _run(self) -> None:
         assert self._wakeup is not None
-        # The manual clock wakes the loop when it moves; the real clock is polled every second.
-        timeout = 1.0 if self.rt.clock.mode == "real" or self.rt.store is not None else None
+        # The manual clock wakes the loop when it moves; the real clock, and a store that other
+        # processes share (their deliveries, lapsed claims), are polled every second.
+        timeout = TICK if self.rt.clock.mode == "real" or self.rt.store is not None else None
         while True:
             try:
                 self.rt.catch_up()

@@ -28,7 +28,9 @@ import yaml
 
 from conformance.signatures import verify
 from mockserver import cli
+from mockserver.app import create_app
 from mockserver.control.plane import control_contract
+from mockserver.settings import Settings
 from tests.support.client import KEYS, ApiClient, ControlClient
 from tests.support.schemas import schema_validator
 
@@ -390,6 +392,22 @@ def test_listener_urls_are_loopback_only(live_server):
     }  # fmt: skip
     other = httpx.delete(f"{live_server.base_url}/_mock/listeners/whk_nothing")
     assert other.status_code == 404
+
+
+def test_serve_takes_the_delivery_lease():
+    parse = cli.build_serve_parser().parse_args
+    assert parse([]).delivery_lease is None
+    assert cli.settings_from(parse(["--delivery-lease", "2.5"]), 0).delivery_lease == 2.5
+    for bad in ("1.9", "0", "-1", "nan", "inf", "soon"):
+        with pytest.raises(SystemExit):
+            parse(["--delivery-lease", bad])
+    default, short = create_app(Settings()), create_app(Settings(delivery_lease=2))
+    try:
+        assert default.runtime.delivery.lease == 15, "the contract's attempt timeout plus 5 s"
+        assert short.runtime.delivery.lease == 2
+    finally:
+        default.close()
+        short.close()
 
 
 def test_serve_takes_the_sandbox_ttl_and_limit():
