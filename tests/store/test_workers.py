@@ -170,7 +170,10 @@ def test_the_scheduler_and_deliveries_run_once(pair, receiver):
 
 def test_a_process_that_dies_mid_delivery_is_replaced_and_the_event_retried(database, receiver):
     url = fresh_schema_url()
-    args = ("--store", url, "--clock", "manual", "--allow-private-callbacks")
+    # Claims of 2 s, renewed every second while their attempt is under way (the attempt
+    # timeout is 10 s): the default, 15 s, would be waited out after the kill.
+    args = ("--store", url, "--clock", "manual", "--allow-private-callbacks",
+            "--delivery-lease", "2")  # fmt: skip
     first = mock_process(*args)
     try:
         with running(*args) as second:
@@ -178,9 +181,12 @@ def test_a_process_that_dies_mid_delivery_is_replaced_and_the_event_retried(data
             subscribe_and_edit(ApiClient(a), receiver.url)
             receiver.script(["hang"])  # the first attempt never gets an answer
             ControlClient(a).advance(60)
-            ControlClient(a).call("POST", "/deliveries/flush", {"timeoutSeconds": 1})
+            # Past the lease and a look of the other process's loop, the attempt still running.
+            ControlClient(a).call("POST", "/deliveries/flush", {"timeoutSeconds": 3.5})
             assert receiver.deliveries, "the first process attempted"
             hung = json.loads(receiver.deliveries[0].body)["eventId"]
+            again = [json.loads(d.body)["eventId"] for d in receiver.deliveries[1:]]
+            assert hung not in again, "a live process's claim is renewed, never taken over"
             first.kill()  # mid-attempt: its claim lapses, the other process takes over
             deadline = time.monotonic() + 60
             seen: list[str] = []
