@@ -2,7 +2,9 @@
 
 The kit is installed, without extras, into a fresh virtual environment (no system site-packages)
 from a copy of the sources, as a user would install it; its dependencies come from PyPI (pip's
-cache makes a second run quick). The test is skipped only when PyPI cannot be reached.
+cache makes a second run quick). The pip that installs is this interpreter's, pointed at the
+environment (``--python``), when it can: the environment then needs no pip of its own. The
+test is skipped only when PyPI cannot be reached.
 
 The container files are checked statically: no container engine runs on the kit's CI machine.
 """
@@ -12,12 +14,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -61,9 +65,28 @@ def pypi_unreachable() -> str | None:
     return None
 
 
+def outer_pip() -> list[str]:
+    """This interpreter's pip, when it can install into another environment (``--python``,
+    pip 22.3 and later): the environment is then made without a pip of its own (~4 s less)."""
+    try:
+        version = metadata.version("pip")
+    except metadata.PackageNotFoundError:
+        return []
+    if tuple(int(part) for part in re.findall(r"\d+", version)[:2]) < (22, 3):
+        return []
+    return [sys.executable, "-m", "pip"]
+
+
 class Venv:
     def __init__(self, path: Path, cwd: Path) -> None:
         self.path = path
+        self.pip = outer_pip()
+        created = subprocess.run(
+            [sys.executable, "-m", "venv", *(["--without-pip"] if self.pip else []), str(path)],
+            capture_output=True,
+            text=True,
+        )
+        assert created.returncode == 0, created.stderr
         self.cwd = cwd  # outside the repository: imports must come from the environment
         self.bin = path / ("Scripts" if os.name == "nt" else "bin")
         self.python = str(self.bin / "python")
@@ -74,7 +97,7 @@ class Venv:
         } | {"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        program = argv[0] if argv[0] == self.python else str(self.bin / argv[0])
+        program = argv[0] if argv[0] in (self.python, sys.executable) else str(self.bin / argv[0])
         return subprocess.run(
             [program, *argv[1:]],
             capture_output=True,
@@ -88,7 +111,10 @@ class Venv:
         return self.run(self.python, "-c", code)
 
     def pip_install(self, *what: str) -> None:
-        done = self.run(self.python, "-m", "pip", "install", "-q", *what, timeout=PIP_TIMEOUT)
+        """``pip install`` into the environment (without compiling its modules to bytecode:
+        nothing here writes or reads any, PYTHONDONTWRITEBYTECODE)."""
+        pip = [*self.pip, "--python", self.python] if self.pip else [self.python, "-m", "pip"]
+        done = self.run(*pip, "install", "-q", "--no-compile", *what, timeout=PIP_TIMEOUT)
         assert done.returncode == 0, f"pip install {' '.join(what)}:\n{done.stdout}{done.stderr}"
 
 
@@ -110,10 +136,6 @@ def test_a_plain_install_is_the_mock_alone(tmp_path: Path):
     if reason := pypi_unreachable():
         pytest.skip(reason)
     sources = copy_sources(tmp_path / "src")
-    created = subprocess.run(
-        [sys.executable, "-m", "venv", str(tmp_path / "venv")], capture_output=True, text=True
-    )
-    assert created.returncode == 0, created.stderr
     (tmp_path / "work").mkdir()
     venv = Venv(tmp_path / "venv", tmp_path / "work")
     venv.pip_install(str(sources))  # no extras
