@@ -21,6 +21,9 @@ def _q(sql: str) -> str:
     return sql.replace("%s", "?")
 
 
+BUSY_TIMEOUT = 1.0  # seconds: then the file is in use by another process
+
+
 class SqliteDialect(Dialect):
     name = "sqlite"
     shared = False
@@ -32,13 +35,16 @@ class SqliteDialect(Dialect):
             # isolation_level None: transactions are the statements this layer sends.
             # check_same_thread False: one thread at a time, but not always the same one
             # (a test client runs the app in a portal thread).
-            self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            # timeout: how long a statement waits for a lock another process holds, from the
+            # first one (the journal mode below; sqlite3's default would wait 5 s there).
+            self.conn = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+            )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the state file {path}: {exc}") from exc
         try:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
-            self.conn.execute("PRAGMA busy_timeout=1000")
             # One process owns the file: a second one is refused (not silently diverging).
             self.conn.execute("PRAGMA locking_mode=EXCLUSIVE")
             self.conn.execute("BEGIN IMMEDIATE")
