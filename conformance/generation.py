@@ -59,6 +59,10 @@ USER_AGENT = "cgcas-conformance"
 _SCHEMAS: dict[str, Any] = {}
 _CASES: dict[tuple[Any, ...], list[Any]] = {}  # drawn by Hypothesis's engine, by count
 _DRAWS: dict[tuple[Any, ...], Draws] = {}  # drawn directly: more can be taken later
+# By operation, mode and explicit path values, whatever the seed: the strategy, and its simplest
+# value with the choices that made it (the first value of every seed's draws, see draw()).
+_STRATEGIES: dict[tuple[Any, ...], Any] = {}
+_SIMPLEST: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
 _MAX_CACHED = 20000
 
 
@@ -131,9 +135,18 @@ _TRIES_PER_VALUE = 10  # a value the strategy rejects (a filter, an assumption) 
 
 class Draws:
     """The values of a strategy drawn so far for a seed; :meth:`take` draws more as asked, so
-    asking for more later draws only the new ones (see :func:`draw`)."""
+    asking for more later draws only the new ones (see :func:`draw`).
 
-    def __init__(self, strategy: st.SearchStrategy[Any], seed: int) -> None:
+    The first value, drawn from the simplest choices, is the same for every seed: ``simplest``
+    (its choices and value, as :attr:`simplest` kept it from an earlier seed's draws) stands in
+    for drawing it again."""
+
+    def __init__(
+        self,
+        strategy: st.SearchStrategy[Any],
+        seed: int,
+        simplest: tuple[tuple[Any, ...], Any] | None = None,
+    ) -> None:
         if _DIRECT is None:
             raise _Unsupported
         self.strategy = strategy
@@ -141,7 +154,13 @@ class Draws:
         self.found: list[Any] = []
         self.seen: set[tuple[Any, ...]] = set()
         self.attempts = 0
+        self.simplest = simplest  # (choices, value) of the first value, when it was drawn
         self.done = False  # the strategy is invalid, or Hypothesis gave up on it
+        if simplest is not None:
+            self.attempts = 1
+            self.seen.add(simplest[0])
+            self.found.append(simplest[1])
+            return
         try:
             strategy.validate()
         except HypothesisException:
@@ -176,6 +195,8 @@ class Draws:
                 continue  # the same choices make the same value: a new one is drawn, as the
             self.seen.add(choices)  # engine never runs the same choices twice
             self.found.append(value)
+            if first:
+                self.simplest = (choices, value)
         return self.found[:count]
 
 
@@ -305,13 +326,18 @@ class Generator:
             return _DRAWS[key].take(count)
         if keep is None and (*key, count) in _CASES:
             return list(_CASES[(*key, count)])
-        strategy = self.api_operation(op, mode).as_strategy(
-            generation_mode=mode, path_parameters=path_parameters
-        )
+        shared = (*key[:3], key[4])  # the key without the seed
+        strategy = _STRATEGIES.get(shared)
+        if strategy is None:
+            strategy = self.api_operation(op, mode).as_strategy(
+                generation_mode=mode, path_parameters=path_parameters
+            )
+            _remember(_STRATEGIES, shared, strategy)
+        simplest = _SIMPLEST.get(shared) if keep is None else None
         if keep is not None:
             strategy = strategy.filter(keep)
         try:
-            draws = Draws(strategy, seed)
+            draws = Draws(strategy, seed, simplest)
             found = draws.take(count)
         except _Unsupported:
             found = _draw_engine(strategy, count, seed)
@@ -320,6 +346,8 @@ class Generator:
             return list(found)
         if keep is None:
             _remember(_DRAWS, key, draws)
+            if draws.simplest is not None:
+                _remember(_SIMPLEST, shared, draws.simplest)
         return found
 
     def negative_cases(

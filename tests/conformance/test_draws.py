@@ -31,3 +31,14 @@ def test_rejected_and_impossible_values_give_nothing():
     assert draw(st.integers().filter(lambda _: False), 3, 1) == []
     assert draw(st.integers(min_value=2, max_value=1), 3, 1) == []
     assert draw(st.integers(), 0, 1) == []
+
+
+def test_a_seed_given_the_simplest_value_draws_what_it_would_have_drawn():
+    strategy = st.fixed_dictionaries({"n": st.integers(min_value=3)}, optional={"s": st.text()})
+    first = generation.Draws(strategy, 1)
+    values = first.take(4)
+    assert first.simplest is not None and first.simplest[1] == {"n": 3}
+    given = generation.Draws(strategy, 2, first.simplest).take(6)
+    assert given == generation.Draws(strategy, 2).take(6)
+    assert given[0] is values[0]  # not drawn again
+    assert given[1:4] != values[1:4]  # another seed's values after it
