@@ -96,9 +96,7 @@ def videos_on_day(world: World, workspace_id: str, channel_id: str, day: str, tz
     count = 0
     for run in runs_of(world, workspace_id, channel_id):
         count += sum(
-            1
-            for video in run["videos"]
-            if timing.local_day(timing.parse(video["createdAt"]), tz) == day
+            1 for video in run["videos"] if timing.local_day_of(video["createdAt"], tz) == day
         )
         if run["status"] == "queued" and timing.local_day(run["_due"], tz) == day:
             count += run["videosRequested"]

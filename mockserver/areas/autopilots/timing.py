@@ -8,6 +8,7 @@ of day. An unknown zone name answers ``400 invalid_request`` (``details.reason``
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta, tzinfo
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from mockserver.platform.envelope import iso_z
@@ -48,6 +49,14 @@ def parse(text: str) -> float:
 def local_day(seconds: float, tz: tzinfo) -> str:
     """The local date (``YYYY-MM-DD``) a moment falls on."""
     return moment(seconds).astimezone(tz).date().isoformat()
+
+
+@lru_cache(maxsize=65536)
+def local_day_of(text: str, tz: tzinfo) -> str:
+    """The local date an ISO 8601 timestamp falls on (asked of every video of a channel for
+    each run a catch-up schedules: remembered, the same text in the same zone being the same
+    day)."""
+    return local_day(parse(text), tz)
 
 
 def next_local_midnight(seconds: float, tz: tzinfo) -> float:
