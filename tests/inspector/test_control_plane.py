@@ -9,13 +9,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from mockserver.app import create_app
 from mockserver.control.inspector import POLICY
 from mockserver.platform import delivery, signing
 from tests.conftest import TEST_SETTINGS
 from tests.support.control_check import CheckedControl
+from tests.support.inproc import InProcessClient
 
 SECRET = "inspector-secret-" + "s" * 24
 
@@ -182,7 +182,7 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(asgi_http):
 
 def test_the_page_needs_no_token_but_everything_it_reads_does():
     app = create_app(replace(TEST_SETTINGS, control_token="inspect-token"))
-    with TestClient(app, base_url="http://mock.test") as http:
+    with InProcessClient(app, base_url="http://mock.test") as http:
         anonymous = CheckedControl(http)
         assert anonymous.request("GET", "/ui").status_code == 200
         assert anonymous.request("GET", "/ui/app.js").status_code == 200
@@ -193,7 +193,7 @@ def test_the_page_needs_no_token_but_everything_it_reads_does():
 
 def test_no_control_plane_means_no_page():
     app = create_app(replace(TEST_SETTINGS, control_plane=False))
-    with TestClient(app, base_url="http://mock.test") as http:
+    with InProcessClient(app, base_url="http://mock.test") as http:
         response = http.get("/_mock/ui")
         assert response.status_code == 404 and response.json()["code"] == "not_found"
 

@@ -6,12 +6,12 @@ from dataclasses import replace
 
 import yaml
 from openapi_spec_validator import validate
-from starlette.testclient import TestClient
 
 from mockserver.app import create_app
 from mockserver.control.plane import control_contract
 from tests.conftest import TEST_SETTINGS
 from tests.support.client import ApiClient
+from tests.support.inproc import InProcessClient
 
 
 def test_its_own_openapi_document_is_valid_and_served(asgi_http):
@@ -142,7 +142,7 @@ def test_a_snapshot_that_is_not_one_is_refused(asgi_http, control):
 
 def test_no_control_plane_means_not_found():
     app = create_app(replace(TEST_SETTINGS, control_plane=False))
-    with TestClient(app, base_url="http://mock.test") as http:
+    with InProcessClient(app, base_url="http://mock.test") as http:
         response = http.post("/_mock/reset")
         assert response.status_code == 404 and response.json()["code"] == "not_found"
         assert ApiClient(http).get("/v1/products").status_code == 200
@@ -150,7 +150,7 @@ def test_no_control_plane_means_not_found():
 
 def test_a_control_token_is_required_when_set():
     app = create_app(replace(TEST_SETTINGS, control_token="s3cret"))
-    with TestClient(app, base_url="http://mock.test") as http:
+    with InProcessClient(app, base_url="http://mock.test") as http:
         assert http.post("/_mock/reset").status_code == 401
         assert (
             http.post("/_mock/reset", headers={"Authorization": "Bearer wrong"}).status_code == 401

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mockserver.app import create_app
 from mockserver.settings import Settings
 from tests.conftest import TEST_SETTINGS
 from tests.support.client import ApiClient, ControlClient
+from tests.support.inproc import InProcessClient
 
 
 def test_authenticated_responses_carry_rate_limit_headers(api):
@@ -42,12 +45,8 @@ def test_openapi_json_is_never_counted_nor_limited(api):
 
 
 def test_the_limit_is_a_command_line_choice():
-    from dataclasses import replace
-
-    from starlette.testclient import TestClient
-
     app = create_app(replace(TEST_SETTINGS, rate_limit=3))
-    with TestClient(app, base_url="http://mock.test") as http:
+    with InProcessClient(app, base_url="http://mock.test") as http:
         api, control = ApiClient(http), ControlClient(http)
         statuses = [api.get("/v1/products").status_code for _ in range(4)]
         assert statuses == [200, 200, 200, 429]

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from mockserver.app import create_app
 from mockserver.settings import Settings
 from tests.support.client import ApiClient, ControlClient
+from tests.support.inproc import InProcessClient
 
 DEFAULT_OWNER = "sk_test_acme_owner"
 FILM = {"title": "T", "logline": "L", "genre": "drama", "projectId": "prj_acme_01"}
@@ -213,7 +213,7 @@ def test_control_operations_document_the_sandbox_parameter(asgi_http):
 @pytest.fixture
 def small_mock() -> Iterator[tuple[Any, ApiClient, ControlClient]]:
     app = create_app(Settings(clock="manual", seed=3, sandbox_ttl=600, max_sandboxes=2))
-    with TestClient(app, base_url="http://mock.test") as http:
+    with InProcessClient(app, base_url="http://mock.test") as http:
         yield app, ApiClient(http), ControlClient(http)
 
 

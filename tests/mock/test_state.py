@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 import yaml
-from starlette.testclient import TestClient
 
 from mockserver.app import create_app
 from mockserver.fixtures import FixtureError
 from mockserver.resources import default_fixtures_path
 from tests.conftest import TEST_SETTINGS
 from tests.support.client import ApiClient
+from tests.support.inproc import InProcessClient
 
 
 def new_ids(settings, count: int = 3) -> list[str]:
-    with TestClient(create_app(settings), base_url="http://mock.test") as http:
+    with InProcessClient(create_app(settings), base_url="http://mock.test") as http:
         api = ApiClient(http)
         return [
             api.post("/v1/products", json={"name": f"p{i}"}).json()["product"]["id"]
@@ -99,7 +99,7 @@ def test_another_fixtures_file_can_be_loaded(tmp_path: Path):
         clock="2030-01-01T00:00:00Z",
         products=[{"id": "prd_only", "name": "Only", "createdAt": "2030-01-01T00:00:00Z"}],
     )
-    with TestClient(
+    with InProcessClient(
         create_app(replace(TEST_SETTINGS, fixtures=path)), base_url="http://mock.test"
     ) as http:
         api = ApiClient(http)
@@ -122,7 +122,7 @@ def test_a_small_fixtures_file_gets_the_bundled_rules_and_offers_only_its_capabi
     project = {"id": "prj_tiny", "title": "Tiny", "mediaType": "video"}
     project.update(createdAt=stamp, updatedAt=stamp)
     path = tiny_fixtures(tmp_path, 100, projects=[project])
-    with TestClient(
+    with InProcessClient(
         create_app(replace(TEST_SETTINGS, fixtures=path)), base_url="http://mock.test"
     ) as http:
         api = ApiClient(http)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
+import httpx
 import pytest
-from starlette.testclient import TestClient
 
 from mockserver.app import create_app
 from mockserver.settings import Settings
 from tests.support.client import ApiClient, ControlClient
+from tests.support.inproc import InProcessClient
 from tests.support.postgres import UNAVAILABLE, fresh_schema_url, server_url
 
 
@@ -26,7 +27,7 @@ def settings_for(kind: str, tmp_path) -> Settings:
     return base
 
 
-def snapshot(client: TestClient) -> dict:
+def snapshot(client: httpx.Client) -> dict:
     return ControlClient(client).call("GET", "/snapshot")["snapshot"]
 
 
@@ -36,14 +37,16 @@ def snapshot(client: TestClient) -> dict:
      ("sqlite", "memory")],
 )  # fmt: skip
 def test_a_snapshot_moves_between_stores(source, target, tmp_path):
-    with TestClient(create_app(settings_for(source, tmp_path))) as first:
+    with InProcessClient(
+        create_app(settings_for(source, tmp_path)), base_url="http://testserver"
+    ) as first:
         api = ApiClient(first)
         api.post("/v1/products", json={"name": "Travels well"})
         api.post("/v1/video/render", json={"projectId": "prj_acme_01", "story": "A trip."})
         ControlClient(first).advance(90)
         taken = snapshot(first)
     app = create_app(settings_for(target, tmp_path))
-    with TestClient(app) as second:
+    with InProcessClient(app, base_url="http://testserver") as second:
         ControlClient(second).call("PUT", "/snapshot", {"snapshot": taken})
         assert snapshot(second) == taken
         names = [p["name"] for p in ApiClient(second).walk("/v1/products", "products")]
@@ -52,6 +55,6 @@ def test_a_snapshot_moves_between_stores(source, target, tmp_path):
     if target != "memory":  # and it is in the store itself: a new process reads it back
         again = create_app(settings_for(target, tmp_path)) if target == "sqlite" else None
         if again is not None:
-            with TestClient(again) as third:
+            with InProcessClient(again, base_url="http://testserver") as third:
                 assert snapshot(third) == taken
             again.close()

@@ -7,13 +7,13 @@ import time
 from dataclasses import replace
 
 import pytest
-from starlette.testclient import TestClient
 
 from conformance.signatures import check_timestamp_format, verify
 from mockserver.app import create_app
 from mockserver.contract import default_contract
 from tests.conftest import TEST_SETTINGS
 from tests.support.client import ApiClient, ControlClient
+from tests.support.inproc import InProcessClient
 from tests.support.schemas import schema_validator
 
 SECRET = "callback-secret-" + "x" * 24
@@ -241,7 +241,7 @@ REFUSED = [
 @pytest.fixture(scope="module")
 def strict():
     app = create_app(replace(TEST_SETTINGS, allow_private_callbacks=False))
-    with TestClient(app, base_url="http://strict.test") as http:
+    with InProcessClient(app, base_url="http://strict.test") as http:
         yield ApiClient(http), ControlClient(http)
 
 

@@ -6,11 +6,11 @@ import json
 from dataclasses import replace
 
 import pytest
-from starlette.testclient import TestClient
 
 from mockserver.app import create_app
 from tests.conftest import TEST_SETTINGS
 from tests.support.client import ApiClient, ControlClient
+from tests.support.inproc import InProcessClient
 
 SECRET = "whsec_" + "k" * 34
 EVENTS = ["job.completed", "job.failed", "publish.completed"]
@@ -114,7 +114,7 @@ def test_a_viewer_cannot_subscribe(api):
 @pytest.fixture(scope="module")
 def strict():
     app = create_app(replace(TEST_SETTINGS, allow_private_callbacks=False))
-    with TestClient(app, base_url="http://strict.test") as http:
+    with InProcessClient(app, base_url="http://strict.test") as http:
         yield ApiClient(http), ControlClient(http)
 
 
