@@ -23,6 +23,8 @@ from typing import Any
 import uvicorn
 from starlette.requests import Request
 
+from mockserver.testing import prompt_server
+
 
 @dataclass
 class Delivery:
@@ -67,7 +69,7 @@ class Receiver:
             lifespan="off",
             interface="asgi3",
         )
-        self.server = uvicorn.Server(config)
+        self.server = prompt_server(config)  # stops at once, not at uvicorn's next 0.1 s look
         self.thread = threading.Thread(target=self.server.run, daemon=True, name="receiver")
 
     @property
@@ -89,7 +91,7 @@ class Receiver:
         return self
 
     def stop(self) -> None:
-        self.server.should_exit = True
+        self.server.exit_now()
         self.thread.join(timeout=10)
 
     def __enter__(self) -> Receiver:

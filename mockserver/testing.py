@@ -232,6 +232,12 @@ def _prompt_server_class() -> type[Any]:
     return PromptServer
 
 
+def prompt_server(config: Any) -> Any:
+    """A uvicorn server for ``config`` (a ``uvicorn.Config``) that stops at once when
+    ``exit_now()`` is called from another thread (the suite's webhook receiver uses it too)."""
+    return _prompt_server_class()(config)
+
+
 class ThreadedServer:
     """Any ASGI app served by uvicorn in a thread, on a loopback socket bound before it starts
     (``config``: uvicorn.Config options)."""
@@ -243,7 +249,7 @@ class ThreadedServer:
         self.sock = sock or loopback_socket()
         self.port = int(self.sock.getsockname()[1])
         options = {"log_level": "warning", "timeout_graceful_shutdown": 1} | config
-        self.server = _prompt_server_class()(uvicorn.Config(app, **options))
+        self.server = prompt_server(uvicorn.Config(app, **options))
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, name="asgi", daemon=True
         )
