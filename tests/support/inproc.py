@@ -2,9 +2,9 @@
 
 Starlette's ``TestClient`` crosses to its event loop's thread for every ASGI message (about
 eight times a request); here the whole exchange runs as one coroutine on a loop thread of the
-client's own (as httpx's ``ASGITransport`` runs it), and the app's lifespan is started and
-ended as a server would. Exceptions the app raises reach the test, as with ``TestClient``
-(unless asked to answer them as a 500).
+client's own (httpx's ``ASGITransport``), and the app's lifespan is started and ended as a
+server would. Exceptions the app raises reach the test, as with ``TestClient`` (unless asked
+to answer them as a 500).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class _LoopTransport(httpx.BaseTransport):
         self.app = app
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="asgi-loop", daemon=True)
-        self.raise_app_exceptions = raise_app_exceptions
+        self.inner = httpx.ASGITransport(app, raise_app_exceptions=raise_app_exceptions)
         self.lifespan: asyncio.Future[None] | None = None
         self.to_app: asyncio.Queue[dict[str, Any]] | None = None
         self.from_app: asyncio.Queue[dict[str, Any]] | None = None
@@ -44,61 +44,12 @@ class _LoopTransport(httpx.BaseTransport):
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     async def _exchange(self, request: httpx.Request) -> httpx.Response:
-        """httpx's ``ASGITransport`` exchange (the same scope and messages, the same handling
-        of an exception the app raises), the body at hand and the answer read whole. (Made
-        here, not by ``ASGITransport``, whose every request tries and fails to import sniffio,
-        to learn whether it runs under trio: a search of the import path per request.)"""
-        url = request.url
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": request.method,
-            "headers": [(k.lower(), v) for (k, v) in request.headers.raw],
-            "scheme": url.scheme,
-            "path": url.path,
-            "raw_path": url.raw_path.split(b"?")[0],
-            "query_string": url.query,
-            "server": (url.host, url.port),
-            "client": ("127.0.0.1", 123),
-            "root_path": "",
-        }
-        chunks = [request.read(), b""]  # as ASGITransport sends a body: the bytes, then the end
-        status: int | None = None
-        headers: list[tuple[bytes, bytes]] | None = None
-        parts: list[bytes] = []
-        complete = asyncio.Event()
-
-        async def receive() -> dict[str, Any]:
-            if not chunks:
-                await complete.wait()
-                return {"type": "http.disconnect"}
-            body = chunks.pop(0)
-            return {"type": "http.request", "body": body, "more_body": bool(chunks)}
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal status, headers
-            if message["type"] == "http.response.start":
-                assert status is None
-                status, headers = message["status"], message.get("headers", [])
-            elif message["type"] == "http.response.body":
-                assert not complete.is_set()
-                body = message.get("body", b"")
-                if body and request.method != "HEAD":
-                    parts.append(body)
-                if not message.get("more_body", False):
-                    complete.set()
-
-        try:
-            await self.app(scope, receive, send)
-        except Exception:
-            if self.raise_app_exceptions:
-                raise
-            complete.set()
-            status = 500 if status is None else status
-            headers = [] if headers is None else headers
-        assert complete.is_set() and status is not None and headers is not None
-        return httpx.Response(status, headers=headers, content=b"".join(parts), request=request)
+        request.stream = httpx.ByteStream(request.read())
+        response = await self.inner.handle_async_request(request)
+        body = await response.aread()
+        return httpx.Response(
+            response.status_code, headers=response.headers, content=body, request=request
+        )
 
     async def _lifespan(self, phase: str) -> None:
         if self.to_app is None:
