@@ -71,7 +71,10 @@ class _RememberingSchemaValidator(SchemaValidator):
     by their ``marshal`` bytes, which tell every type apart (a tuple from a list, an int key
     from a string key, 1 from 1.0 and True) and refuse anything else (a subclass, an object):
     equal bytes, an equal value of the same types. Any other value is validated; one found
-    invalid is never remembered."""
+    invalid is never remembered, nor is a big one (a page of records seldom comes twice, and
+    a test process would keep every body it received)."""
+
+    MOST = 4096  # bytes of a value worth remembering (headers, small bodies)
 
     def __init__(self, schema: SchemaPath, validator: Any) -> None:
         super().__init__(schema, validator)
@@ -85,7 +88,8 @@ class _RememberingSchemaValidator(SchemaValidator):
             return
         if known not in self._valid:
             super().validate(value)
-            self._valid.add(known)
+            if len(known) <= self.MOST:
+                self._valid.add(known)
 
 
 class _SchemaValidators(DialectSchemaValidatorsFactory):
