@@ -263,6 +263,20 @@ class ContractView:
         return schema is not None and "nextCursor" in self.flatten(schema)["properties"]
 
 
+def link_value(expression: str, path: dict[str, Any], body: Any) -> Any:
+    """The value a link's runtime expression names: ``$response.body#/a/b`` in the answer's
+    body, ``$request.path.name`` among the path values the request used; None for anything
+    else (or a pointer that leads nowhere)."""
+    if expression.startswith("$request.path."):
+        return path.get(expression.removeprefix("$request.path."))
+    if not expression.startswith("$response.body#/"):
+        return None
+    for part in expression.split("#/", 1)[1].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        body = body.get(part) if isinstance(body, dict) else None
+    return body
+
+
 @cache
 def _bundled_document() -> dict[str, Any]:
     from mockserver.contract import default_contract

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks import check
-from conformance.contract import Operation, Parameter
+from conformance.contract import Operation, Parameter, link_value
 from conformance.runner import Context, Skip
 from conformance.target import Exchange
 
@@ -61,7 +61,7 @@ def _through_a_link(
             if ctx.unavailable(exchange) or not 200 <= exchange.status < 300:
                 continue
             values = {
-                name: _pointer(exchange.json(), str(expression))
+                name: link_value(str(expression), {}, exchange.json())
                 for name, expression in link.get("parameters", {}).items()
             }
             if all(isinstance(v, str) for v in values.values()):
@@ -78,14 +78,6 @@ def _links_to(ctx: Context, source: Operation, op: Operation) -> list[dict[str, 
             if link.get("operationId") == op.operation_id and link.get("parameters"):
                 found.append(link)
     return found
-
-
-def _pointer(body: Any, expression: str) -> Any:
-    if not expression.startswith("$response.body#/"):
-        return None
-    for part in expression.split("#/", 1)[1].split("/"):
-        body = body.get(part) if isinstance(body, dict) else None
-    return body
 
 
 def _bounds(param: Parameter | None) -> tuple[int | None, int | None]:

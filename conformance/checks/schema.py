@@ -36,7 +36,7 @@ from conformance.checks.jobs import (
     replacement,
     start_jobs,
 )
-from conformance.contract import ContractView, Operation
+from conformance.contract import ContractView, Operation, link_value
 from conformance.generation import prepare, salted
 from conformance.requestcheck import negatable
 from conformance.runner import BUDGET_USED_UP, INFERRED_OPERATION, Context, Skip
@@ -277,10 +277,11 @@ def stateful(ctx: Context) -> None:
     if not allowed:
         raise Skip("no operation may be called")
     machine = _machine(ctx, schema.include(operation_id=allowed).as_state_machine())
-    remaining = ctx.target.remaining
-    examples = 10 if remaining is None else max(1, min(20, remaining // 12))
-    hypothesis_seed(salted(ctx.seed, "stateful"))(machine)
     try:
+        _follow_links(ctx, set(allowed))
+        remaining = ctx.target.remaining
+        examples = 10 if remaining is None else max(1, min(20, remaining // 12))
+        hypothesis_seed(salted(ctx.seed, "stateful"))(machine)
         machine.run(
             settings=settings(
                 max_examples=examples,
@@ -298,6 +299,69 @@ def stateful(ctx: Context) -> None:
         if not group.subgroup(BudgetExhausted):
             raise
         ctx.skip(BUDGET_USED_UP)
+
+
+def _follow_links(ctx: Context, allowed: set[str]) -> None:
+    """Every link the contract gives a success, followed once from a valid call of its
+    operation: the rule's part no seed can miss (the state machine then tries sequences of its
+    own). A link whose target answers 404 fails ``link-target-exists``, as in a sequence."""
+    for op in ctx.held.operations.values():
+        links = [(n, link) for n, link in _links_of(ctx, op) if link.get("parameters")]
+        if op.operation_id not in allowed or not links:
+            continue
+        prepared = ctx.sample(op, salt="links", idempotency_key=_key_for(ctx, op))
+        if prepared is None:
+            continue
+        exchange = ctx.send(prepared, op)
+        if ctx.unavailable(exchange) or not 200 <= exchange.status < 300:
+            continue
+        used = {str(k): str(v) for k, v in (prepared.case.path_parameters or {}).items()}
+        for name, link in links:
+            target = ctx.held.operations.get(str(link.get("operationId", "")))
+            if (
+                target is None
+                or target.operation_id not in allowed
+                or target.method == "DELETE"
+                or "404" in str(link.get("description", ""))
+            ):
+                continue
+            values = {
+                param: link_value(str(expression), used, exchange.json())
+                for param, expression in link["parameters"].items()
+            }
+            if not all(isinstance(v, str) and v for v in values.values()):
+                continue
+            follow = ctx.sample(
+                target, salt="links", path_parameters=values, idempotency_key=_key_for(ctx, target)
+            )
+            if follow is None:
+                continue
+            answer = ctx.send(follow, target)
+            if ctx.unavailable(answer):
+                continue
+            ctx.expect(
+                answer.status != 404,
+                "link-target-exists",
+                f"link {name} from {op.label} led to {answer.method} {answer.path}, which "
+                "answered 404",
+                exchange=answer,
+                quote=str(link.get("description", f"link {name}")),
+                key=(name,),
+            )
+
+
+def _links_of(ctx: Context, op: Operation) -> list[tuple[str, dict[str, Any]]]:
+    """The links of ``op``'s successful answers, by name."""
+    return [
+        (name, dict(link))
+        for status, response in op.definition.get("responses", {}).items()
+        if status.startswith("2")
+        for name, link in ctx.held.resolve(response).get("links", {}).items()
+    ]
+
+
+def _key_for(ctx: Context, op: Operation) -> str | None:
+    return ctx.new_key() if op.idempotency_key else None
 
 
 def _machine(ctx: Context, base: Any) -> Any:
