@@ -22,7 +22,7 @@ from mockserver.platform.journal import Journal
 from mockserver.platform.ratelimit import RateLimiter
 from mockserver.platform.scheduler import Scheduler
 from mockserver.platform.secretbox import SecretBox
-from mockserver.platform.transactions import Transaction, active, transaction
+from mockserver.platform.transactions import Transaction, active, clone, transaction
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.seams import Seams
 from mockserver.settings import Settings
@@ -86,6 +86,7 @@ class Runtime:
         self.start = start or parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
         self.clock: Clock = make_clock(self.settings.clock, self.start)
         self._id_key = self._kept_secret("ids", lambda: secrets_.token_bytes(16))
+        self._pristine: World | None = None  # the fixtures' world, kept for resets
         self.world: World = self._new_world()
         limits = self.contract.limits
         self.cursors = CursorCodec(
@@ -131,6 +132,15 @@ class Runtime:
 
     def _new_world(self) -> World:
         return self._keyed(build_world(self.fixtures, seed=self.settings.seed, seams=self.seams))
+
+    def _world_as_built(self) -> World:
+        """A world holding exactly the fixtures, as :meth:`_new_world` builds it, copied from one
+        built at the first reset and kept untouched (a reset then costs a copy of the tree,
+        about a quarter of building it again)."""
+        if self._pristine is None:
+            self._pristine = build_world(self.fixtures, seed=self.settings.seed, seams=self.seams)
+        world = self.seams.world(clone(self._pristine.data), seed=self.settings.seed)
+        return self._keyed(world)
 
     def replace_world(self, data: dict[str, Any]) -> None:
         """Take a whole world read from a store (outside any transaction)."""
@@ -208,7 +218,7 @@ class Runtime:
 
     def reset(self) -> None:
         """State back to the fixtures: records, credits, keys, clock (manual), limits, faults."""
-        self.world = self._new_world()
+        self.world = self._world_as_built()
         if isinstance(self.clock, ManualClock):
             self.clock.set(self.start)
         self.rate.reset()

@@ -332,6 +332,26 @@ def tag_of(container: TrackedDict | TrackedList) -> Tag:
     return container._doc
 
 
+def clone(value: Any) -> Any:
+    """A deep copy of a tracked tree, every container tagged as its original is: a world made
+    again from a pristine one, without adopting (and tagging) it anew. Tags are values, never
+    changed, and are shared."""
+    kind = type(value)
+    if kind is TrackedDict:
+        copied: Any = TrackedDict()
+        copied._doc = value._doc
+        dict.update(copied, {k: clone(v) for k, v in value.items()})
+        return copied
+    if kind is TrackedList:
+        copied = TrackedList()
+        copied._doc = value._doc
+        list.extend(copied, [clone(v) for v in value])
+        return copied
+    if kind is dict or kind is list:
+        return plain(value)  # not in a world adopt() made; copied as it is
+    return value
+
+
 def plain(value: Any) -> Any:
     """A deep copy of ``value`` made of builtin dicts and lists only."""
     if isinstance(value, dict):
