@@ -82,8 +82,8 @@ def test_no_control_plane_and_a_bad_fixtures_path():
     finally:
         process.terminate()
         process.wait(timeout=15)
-    failed = subprocess.run(
-        [sys.executable, "-m", "mockserver", "--fixtures", "/nonexistent.yaml"],
+    failed = subprocess.run(  # on a free port: a mock the developer runs on 8080 is no matter
+        [sys.executable, "-m", "mockserver", "--port", "0", "--fixtures", "/nonexistent.yaml"],
         capture_output=True,
         text=True,
     )
