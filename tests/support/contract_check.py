@@ -12,12 +12,17 @@ every documented header and its body, and openapi-core's verdict on it is the sa
 
 from __future__ import annotations
 
+import hashlib
 import marshal
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import httpx
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import extend
 from jsonschema_path import SchemaPath
 from openapi_core import OpenAPI
 from openapi_core.casting.schemas import oas31_types_caster
@@ -92,6 +97,42 @@ class _RememberingSchemaValidator(SchemaValidator):
                 self._valid.add(known)
 
 
+def _remembering(validator_class: type[Validator]) -> type[Validator]:
+    """``validator_class`` whose ``$ref`` keyword remembers the objects and arrays it found
+    valid: a record found valid against ``#/components/schemas/Project`` in one page is not
+    walked again in the next page, nor in a later test's.
+
+    Whether a value is valid against what a ``$ref`` names depends on the value, the reference
+    (the contract has one base URI and does not change), the validator class and its format
+    checker: a value is known by those and the digest of its ``marshal`` bytes (which tell
+    every type apart, as above). Only a reference found to give no error is remembered."""
+    follow = validator_class.VALIDATORS["$ref"]
+    known: dict[tuple[Any, ...], tuple[Any, set[bytes]]] = {}
+
+    def remembering_ref(
+        validator: Any, ref: str, instance: Any, schema: Any
+    ) -> Iterator[ValidationError]:
+        if not isinstance(instance, dict | list):
+            yield from follow(validator, ref, instance, schema)
+            return
+        try:
+            digest = hashlib.blake2b(marshal.dumps(instance), digest_size=16).digest()
+        except ValueError:  # not plain data: walked every time
+            yield from follow(validator, ref, instance, schema)
+            return
+        checker = validator.format_checker
+        # the checker is kept with its values, so that its id names no other checker later
+        _, valid = known.setdefault((type(validator), id(checker), ref), (checker, set()))
+        if digest in valid:
+            return
+        errors = list(follow(validator, ref, instance, schema))
+        if not errors:
+            valid.add(digest)
+        yield from errors
+
+    return extend(validator_class, validators={"$ref": remembering_ref})
+
+
 class _SchemaValidators(DialectSchemaValidatorsFactory):
     """openapi-core's OAS 3.1 schema validators factory, each validator built once per schema.
 
@@ -106,6 +147,13 @@ class _SchemaValidators(DialectSchemaValidatorsFactory):
             format_checker=OAS30ReadValidator.FORMAT_CHECKER,  # as openapi-core's own
         )
         self._built: dict[tuple[Any, ...], SchemaValidator] = {}
+        self._classes: dict[type[Validator], type[Validator]] = {}
+
+    def get_validator_cls(self, spec: SchemaPath, schema: SchemaPath) -> type[Validator]:
+        dialect_class = super().get_validator_cls(spec, schema)
+        if (made := self._classes.get(dialect_class)) is None:
+            made = self._classes[dialect_class] = _remembering(dialect_class)
+        return made
 
     def create(
         self,
