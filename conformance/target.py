@@ -31,6 +31,27 @@ from mockserver.platform.tls import tls_context
 MAX_KEPT_BODY = 1 << 20
 
 
+class _NoCookies(httpx.Cookies):
+    """A cookie store that stays empty: what a response sets is not even parsed."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+_NO_COOKIES = _NoCookies()
+
+
+class SuiteClient(httpx.Client):
+    """httpx's client without a cookie store. Each request carries what its case or check says
+    and nothing a deployment set before: a session cookie must not authenticate a request the
+    suite sends without a key, nor one check's cookie reach the next. Not keeping cookies also
+    spares the parse of every response for them (~0.13 ms of CPU a request)."""
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return _NO_COOKIES
+
+
 class _Unset:
     """Not given (yet); pickled as a reference, so it stays the one sentinel in a worker."""
 
@@ -272,7 +293,7 @@ class Target:
         self.max_requests = max_requests
         self.wait_cap = wait_cap
         self.sleep = sleep
-        self.client = client or httpx.Client(
+        self.client = client or SuiteClient(
             timeout=timeout,
             follow_redirects=False,
             transport=transport_for(self.base_url),
