@@ -234,7 +234,9 @@ class Runtime:
         self.rate.reset()
         self.scheduler.tick(force=True)
 
-    def snapshot(self) -> dict[str, Any]:
-        data = self.world.snapshot()
+    def snapshot(self, copy: bool = True) -> dict[str, Any]:
+        """The whole state and the clock, as ``GET /_mock/snapshot`` answers it: a deep copy,
+        or the state's own containers (``World.snapshot``)."""
+        data = self.world.snapshot(copy)
         data["clock"] = self.clock.now().isoformat().replace("+00:00", "Z")
         return data

@@ -366,8 +366,13 @@ class World:
 
     # -- snapshots ---------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
-        """A deep copy of the state in builtin dicts and lists."""
+    def snapshot(self, copy: bool = True) -> dict[str, Any]:
+        """A deep copy of the state in builtin dicts and lists. With ``copy=False``, the
+        state's own containers under a new top-level dict instead: for a caller that encodes
+        it at once, before anything can change it, and neither keeps nor changes it (a
+        tracked container encodes as the builtin one: its reads are the builtin ones)."""
+        if not copy:
+            return dict(self.data)
         result: dict[str, Any] = plain(self.data)
         return result
 

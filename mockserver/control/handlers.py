@@ -237,8 +237,11 @@ def _label(key: str) -> str:
 
 @control("getSnapshot")
 def get_snapshot(rt: Runtime, call: Validated) -> dict[str, Any]:
-    """The state, in the envelope ``PUT /_mock/snapshot`` takes back as is."""
-    return {"snapshot": rt.snapshot()}
+    """The state, in the envelope ``PUT /_mock/snapshot`` takes back as is: its own
+    containers, not a copy of them (~9,000 for the fixtures: copying cost ~1.3 ms, encoding
+    ~0.1 ms), since the answer is encoded at once, in this transaction (plane.py's
+    ``transact``), and the same bytes as a copy's."""
+    return {"snapshot": rt.snapshot(copy=False)}
 
 
 @control("putSnapshot")
