@@ -4,10 +4,11 @@ Once by the kit's own checker (``conformance.responses``, profile ``full``) and 
 independently, by openapi-core. A response either finds wrong fails the test at once.
 
 openapi-core is configured (through its ``Config``) to do once what does not change from one
-response to the next: the contract's paths resolved, the schema validators, header
-deserialisers and the path a URL finds are made once and kept, and a value a schema has found
-valid is not validated again (it would be valid again). Every response is still checked, its
-every documented header and its body, and openapi-core's verdict on it is the same.
+response to the next: the contract's paths made and resolved (found or not), the schema
+validators, header deserialisers and the path a URL finds are made once and kept, and a value
+a schema has found valid, or a header found valid with the same values, is not validated again
+(it would be valid again). Every response is still checked, its every documented header and
+its body, and openapi-core's verdict on it is the same.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 from jsonschema_path import SchemaPath
+from jsonschema_path.accessors import SchemaAccessor
+from jsonschema_path.paths import SPEC_SEPARATOR
 from openapi_core import OpenAPI
 from openapi_core.casting.schemas import oas31_types_caster
 from openapi_core.casting.schemas.factories import SchemaCastersFactory
@@ -31,6 +34,8 @@ from openapi_core.configurations import Config
 from openapi_core.datatypes import RequestParameters
 from openapi_core.deserializing.styles import StyleDeserializersFactory, style_deserializers
 from openapi_core.deserializing.styles.deserializers import StyleDeserializer
+from openapi_core.protocols import Request, Response, WebhookRequest
+from openapi_core.schema.parameters import get_style
 from openapi_core.templating.paths.datatypes import PathOperationServer
 from openapi_core.templating.paths.finders import APICallPathFinder
 from openapi_core.validation.response.validators import V31ResponseValidator
@@ -38,6 +43,7 @@ from openapi_core.validation.schemas.datatypes import FormatValidatorsDict
 from openapi_core.validation.schemas.factories import DialectSchemaValidatorsFactory
 from openapi_core.validation.schemas.validators import SchemaValidator
 from openapi_schema_validator import OAS31_BASE_DIALECT_ID, OAS30ReadValidator, OAS31Validator
+from referencing._core import Resolved
 from werkzeug.datastructures import Headers
 
 from conformance.responses import ResponseChecker
@@ -206,6 +212,112 @@ class _PathFinder(APICallPathFinder):
         return found
 
 
+class _ContractAccessor(SchemaAccessor):
+    """jsonschema-path's accessor of the contract, which remembers what each path in it
+    resolves to, and each path that names nothing there.
+
+    openapi-core reads the contract through paths, many of them to keys a header or a schema
+    does not have (``deprecated``, ``style``, ``explode``, ``allowEmptyValue``...): the
+    accessor keeps what it found, but looks again, every time, for what it did not (~20 of
+    those a response). The contract does not change: a path that named nothing names nothing
+    again, and fails as it did (an exception of the same type and arguments, made anew)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._found: dict[tuple[Any, ...], Resolved[Any]] = {}
+        self._paths: dict[tuple[Any, ...], _ContractPath] = {}  # see _ContractPath
+        self._missing: dict[tuple[Any, ...], tuple[type[Exception], tuple[Any, ...]]] = {}
+
+    def get_resolved(self, parts: Any) -> Resolved[Any]:
+        key = tuple(parts)
+        try:
+            found = self._found.get(key)
+        except TypeError:  # a part that cannot be hashed: not remembered, as by the accessor
+            return super().get_resolved(parts)
+        if found is not None:
+            return found
+        if (missing := self._missing.get(key)) is not None:
+            kind, args = missing
+            raise kind(*args)
+        try:
+            found = super().get_resolved(parts)
+        except (KeyError, IndexError, TypeError) as exc:
+            self._missing[key] = (type(exc), exc.args)
+            raise
+        self._found[key] = found
+        return found
+
+
+class _ContractPath(SchemaPath):
+    """A path into the contract, made once: ``path / "schema"``, or a child ``items()`` gives,
+    is the same path object every time openapi-core asks for it (some thirty times a
+    response), and so is what the path resolved, which ``SchemaPath`` keeps on the object.
+
+    Each path is kept by its parts (names and indexes; one with a ``bool`` part, equal to an
+    index but not one, is made anew every time, as before), and each path keeps the children
+    it was asked for by name or index (``str`` or ``int``)."""
+
+    def __truediv__(self, key: Any) -> Any:
+        if type(key) is not str and type(key) is not int:
+            return super().__truediv__(key)
+        children = self.__dict__.setdefault("_children", {})
+        if (child := children.get(key)) is None:
+            child = children[key] = super().__truediv__(key)
+        return child
+
+    def _clone_with_parts(self, parts: tuple[Any, ...]) -> Any:
+        if any(type(part) is bool for part in parts):
+            return super()._clone_with_parts(parts)
+        made: dict[tuple[Any, ...], _ContractPath] = self.accessor._paths  # type: ignore[attr-defined]
+        if (path := made.get(parts)) is None:
+            path = made[parts] = super()._clone_with_parts(parts)
+        return path
+
+
+class _ResponseValidator(V31ResponseValidator):
+    """openapi-core's OAS 3.1 response validator, which remembers the headers it found valid.
+
+    openapi-core checks each documented header of a response anew: it reads the header object
+    (deprecated? required? its style, its schema), deserialises and casts what the response
+    has under the header's name, and validates the result. With style ``simple`` (a header's
+    only style) it reads nothing of the response but the values under that name, so the
+    verdict and the value it answers depend on the header object, known by its place in the
+    contract (which does not change), and on those values (``getlist``: all of them, in any
+    case), and on nothing else. A header found valid with the same values is valid again: it
+    answers the value it made then. A header found missing or wrong is never remembered (it
+    is checked, and fails, every time), nor one that is deprecated (openapi-core warns each
+    time it is present). Values such as request ids never come twice: beyond ``MOST``
+    remembered, all are forgotten at once."""
+
+    MOST = 4096
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._memorable: dict[tuple[Any, ...], bool] = {}
+        self._valid_headers: dict[tuple[Any, ...], Any] = {}
+
+    def _get_header(self, headers: Any, name: str, header: SchemaPath) -> Any:
+        where = header.parts
+        if (memorable := self._memorable.get(where)) is None:
+            memorable = self._memorable[where] = (
+                not (header / "deprecated").read_bool(default=False)
+                and get_style(header) == "simple"
+            )
+        if not memorable or not isinstance(headers, Headers):
+            return super()._get_header(headers, name, header)
+        key = (where, name, tuple(headers.getlist(name)))
+        if (known := self._valid_headers.get(key, _UNKNOWN)) is not _UNKNOWN:
+            return known
+        value = super()._get_header(headers, name, header)
+        if len(self._valid_headers) >= self.MOST:
+            self._valid_headers.clear()
+        self._valid_headers[key] = value
+        return value
+
+
+_UNKNOWN: Any = object()
+
+
 @cache
 def openapi() -> OpenAPI:
     validators = _SchemaValidators()
@@ -215,13 +327,32 @@ def openapi() -> OpenAPI:
         schema_casters_factory=casters,
         style_deserializers_factory=_StyleDeserializers(casters),
         path_finder_cls=_PathFinder,
+        response_validator_cls=_ResponseValidator,
     )
     # The contract's paths resolved ($refs followed) once each, not at every step of every check.
-    spec = SchemaPath.from_dict(default_contract().document, resolved_cache_maxsize=1 << 16)
+    accessor = _ContractAccessor.from_schema(
+        default_contract().document, resolved_cache_maxsize=1 << 16
+    )
+    spec = _ContractPath(accessor, separator=SPEC_SEPARATOR)  # as SchemaPath.from_dict makes it
     openapi = OpenAPI(spec, config=config)
     # the factories above are those of OpenAPI 3.1, the contract's version
     assert isinstance(openapi.response_validator, V31ResponseValidator), openapi.version
     return openapi
+
+
+@cache
+def _response_validator() -> V31ResponseValidator:
+    """The validator ``OpenAPI.validate_response`` calls for a request and a response of the
+    kinds this module makes, once it has found (by their attributes, as runtime protocols
+    look) that they are an API call's request and response and not a webhook's: those are
+    looked at here, once, since every ``_Request`` and every ``_Response`` has the same
+    attributes (its dataclass fields)."""
+    request = _Request("get", "http://mock.test", "/", None, "", RequestParameters())
+    assert isinstance(request, Request) and not isinstance(request, WebhookRequest)
+    assert isinstance(_Response(200, "", Headers(), b""), Response)
+    validator = openapi().response_validator
+    assert isinstance(validator, V31ResponseValidator), validator
+    return validator
 
 
 @cache
@@ -261,6 +392,20 @@ def check_response(response: httpx.Response) -> None:
 
 def _openapi_core_check(response: httpx.Response) -> None:
     request = response.request
+    # openapi-core checks against the document's server url; ours is templated.
+    try:
+        _response_validator().validate(*_for_openapi_core(response))
+    except Exception as exc:  # openapi-core raises several unrelated types
+        raise ContractViolation(
+            f"openapi-core: {request.method} {request.url.path} -> {response.status_code}: "
+            f"{type(exc).__name__}: {exc} {getattr(exc, '__cause__', '') or ''}\n"
+            f"body: {response.text[:2000]}"
+        ) from exc
+
+
+def _for_openapi_core(response: httpx.Response) -> tuple[_Request, _Response]:
+    """The response and its request as openapi-core reads them."""
+    request = response.request
     base = f"{request.url.scheme}://{request.url.netloc.decode()}"
     req = _Request(
         request.method.lower(),
@@ -276,16 +421,7 @@ def _openapi_core_check(response: httpx.Response) -> None:
         Headers(dict(response.headers)),
         response.content,
     )
-    spec = openapi()
-    # openapi-core checks against the document's server url; ours is templated.
-    try:
-        spec.validate_response(req, resp)
-    except Exception as exc:  # openapi-core raises several unrelated types
-        raise ContractViolation(
-            f"openapi-core: {request.method} {request.url.path} -> {response.status_code}: "
-            f"{type(exc).__name__}: {exc} {getattr(exc, '__cause__', '') or ''}\n"
-            f"body: {response.text[:2000]}"
-        ) from exc
+    return req, resp
 
 
 def json_of(response: httpx.Response) -> Any:

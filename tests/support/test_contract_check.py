@@ -1,16 +1,20 @@
 """The second opinion (openapi-core, as ``contract_check`` configures it) still fails a wrong
 response: a header or a body the contract does not allow, seen alone or after the right one
-(whose validity it remembers), and even where the kit's own checker were to miss it."""
+(whose validity it remembers), and even where the kit's own checker were to miss it. What it
+keeps of the contract reads as the contract, and its verdicts are openapi-core's own."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import httpx
 import pytest
+from jsonschema_path import SchemaPath
 
+from mockserver.contract import default_contract
 from tests.support import contract_check
 from tests.support.client import ApiClient
 from tests.support.contract_check import ContractViolation, check_response
@@ -50,6 +54,9 @@ WRONG: dict[str, Callable[[httpx.Response], httpx.Response]] = {
     "a header not an integer": lambda r: altered(r, setting("x-ratelimit-remaining", "many")),
     "a header below its minimum": lambda r: altered(r, setting("x-ratelimit-reset", "-1")),
     "an empty request id": lambda r: altered(r, setting("x-request-id", "")),
+    "another header's valid value": lambda r: altered(
+        r, setting("x-ratelimit-remaining", r.headers["x-request-id"])
+    ),
     "a required field missing": lambda r: altered(r, body=first_item(lambda p: p.pop("id"))),
     "a field of the wrong type": lambda r: altered(r, body=first_item(lambda p: p.update(name=7))),
     "a list no longer a list": lambda r: altered(
@@ -115,3 +122,61 @@ def test_a_remembered_value_is_known_by_its_types() -> None:
     lists.validate([])
     with pytest.raises(Exception, match="not valid for schema"):
         lists.validate(())
+
+
+@pytest.mark.parametrize("wrong", [None, *WRONG])
+def test_the_validator_called_directly_judges_as_openapi_core_does(
+    listed: httpx.Response, wrong: str | None
+) -> None:
+    """``OpenAPI.validate_response`` itself, and the response validator it would call, which
+    ``_openapi_core_check`` calls directly: the same verdict, the same error."""
+    response = listed if wrong is None else WRONG[wrong](listed)
+    verdicts = []
+    direct = contract_check._response_validator().validate
+    for validate in (contract_check.openapi().validate_response, direct):
+        try:
+            validate(*contract_check._for_openapi_core(response))
+        except Exception as exc:
+            verdicts.append((type(exc), str(exc)))
+        else:
+            verdicts.append(None)
+    assert verdicts[0] == verdicts[1]
+    assert (verdicts[0] is None) == (wrong is None), verdicts
+
+
+def same_nodes(
+    ours: SchemaPath, theirs: SchemaPath, depth: int
+) -> Iterator[tuple[SchemaPath, SchemaPath]]:
+    """Each node under ``theirs``, ``depth`` levels down, and the same node under ``ours``:
+    a child as openapi-core asks for it (``/``), or as ``items()`` gives it where its key
+    holds the separator ``/`` would split it at (a callback's expression)."""
+    yield ours, theirs
+    if depth and theirs.is_traversable():
+        listed = dict(ours.items())
+        for key, child in theirs.items():
+            plain = not isinstance(key, str) or "#" not in key
+            yield from same_nodes(ours / key if plain else listed[key], child, depth - 1)
+
+
+def test_the_contract_reads_the_same_through_the_kept_paths() -> None:
+    """The contract as openapi-core reads it here (paths made once, what they resolved kept,
+    found or not) reads as through jsonschema-path's own paths, and again the same: every
+    node's value, and the keys a header or a schema does not have."""
+    kept = contract_check.openapi().spec
+    fresh = SchemaPath.from_dict(default_contract().document)
+    roots = [  # headers, $refs (a list's responses) and keys that hold "#" (callbacks)
+        ("components", "headers"),
+        ("paths", "/v1/products", "get"),
+        ("paths", "/v1/video/render", "post", "callbacks"),
+    ]
+    probes = ("deprecated", "style", "explode", "allowEmptyValue", "default", "schema", "nope")
+    for _ in range(2):
+        for root in roots:
+            for ours, theirs in same_nodes(kept.joinpath(*root), fresh.joinpath(*root), 6):
+                assert ours.parts == theirs.parts
+                assert ours.read_value() == theirs.read_value(), theirs.parts
+                for probe in probes:
+                    assert (probe in ours) == (probe in theirs), (theirs.parts, probe)
+                    for path in (ours, theirs):
+                        with pytest.raises(KeyError) if probe not in theirs else nullcontext():
+                            (path / probe).read_value()
