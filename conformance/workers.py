@@ -1,12 +1,12 @@
 """``conformance run --workers N``: the selected checks run in N worker processes.
 
 Worker ``k`` of ``N`` runs ``shard(checks, k, N)``: its deal of the checks that make requests,
-and every observer (which judges that worker's own exchanges). Workers are spawned processes;
-each sends its results back over a pipe as each check ends, so a worker that crashes loses only
-what it had not finished. The parent merges the results in the selection's order: a check that
-makes requests has the result of the one worker that ran it, an observer the sum of every
-worker's counts with their failures, warnings and skips put together (a check that does both
-is merged as an observer: its requests were made by one worker, its observations by all).
+and every observer (which judges that worker's own exchanges). Each worker sends its results
+back over a pipe as each check ends, so a worker that crashes loses only what it had not
+finished. The parent merges the results in the selection's order: a check that makes requests
+has the result of the one worker that ran it, an observer the sum of every worker's counts with
+their failures, warnings and skips put together (a check that does both is merged as an
+observer: its requests were made by one worker, its observations by all).
 
 Against the bundled mock each worker makes a sandbox of its own (``POST /_mock/sandboxes``: its
 own keys, clock, records, credits and rate-limit buckets), runs in it and ends it in
@@ -16,12 +16,38 @@ share its workspace and key: ``conformance.api`` allows that only for a read-onl
 A worker that dies or raises becomes a failed ``crash`` result for each of its checks that had
 not ended; a worker whose target did not answer makes the run raise
 :class:`~conformance.target.TargetUnreachable`, as a run in one process does.
+
+How workers start (:func:`worker_context`). On Linux each worker is a fork of multiprocessing's
+fork server: a single-threaded process, started once per process, that imported what a worker
+needs (:data:`PRELOAD`: Schemathesis, Hypothesis, httpx, the checks, the contract's loaders)
+when it started (~0.5 s of CPU, once). A spawned worker, a new interpreter, spent ~0.55 s of CPU
+before its first check (~0.85 s with its start and exit); a fork of the server spends ~0.05 s
+(~0.1 s). Never a plain fork of the calling process: the pytest plugin runs in its caller's
+process, which may have threads. Where there is no fork server (Windows), or fork is unsafe even
+from a single-threaded process (macOS, whose system libraries forbid it; CPython spawns there by
+default), workers are spawned, as before.
+
+The fork server is multiprocessing's, one for the whole process, shared with any
+``forkserver`` process the caller starts; only its context is used, so the process's default
+start method is left as it was. It lives until the process ends (~75 MB resident, which its
+forks share). Its preload list is read only when it starts: :func:`worker_context` adds
+:data:`PRELOAD` to the list set so far (by default ``["__main__"]``, the caller's if it set one)
+and never removes anything. So if the caller had already started the fork server, the workers are
+forks of a server without the suite and import it themselves, as spawned workers did (slower,
+otherwise the same); and ``forkserver`` processes the caller starts after a run with workers are
+forks of a server that imported the suite. A fork has the environment the server started with:
+each worker first takes the parent's ``os.environ`` of the moment (:func:`begin`), as a spawned
+worker would have it; its working directory, ``sys.path`` and ``__main__`` come from the parent
+as a spawned worker's do (multiprocessing's preparation data). Modules the server imported read
+any environment they read at import then.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +57,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, cast
 
 from conformance.api import Outcome, RunConfig, execute
+from conformance.checks import _MODULES as CHECK_MODULES
 from conformance.checks import Check, all_checks, shard
 from conformance.gcpolicy import collect_less_often
 from conformance.results import CheckResult, Failure
@@ -39,6 +66,22 @@ from conformance.sandboxes import Where, close_sandbox, sandboxed
 from conformance.target import TargetUnreachable
 
 JOIN_SECONDS = 10.0  # how long a worker that has sent its last word may take to exit
+
+#: What the fork server imports once for every worker it forks: this module (the runner, the
+#: generation with Schemathesis and Hypothesis, httpx), the checks, the contract and fixtures'
+#: loaders, and what loading the contract into Schemathesis and the first httpx client import
+#: (0.1 s a worker). A module left out, or one a new version renames (the server skips a name
+#: it cannot import), costs each worker its import, never a wrong result.
+PRELOAD = (
+    __name__,
+    *(f"conformance.checks.{module}" for module in CHECK_MODULES),
+    "mockserver.contract",
+    "mockserver.fixtures",
+    "mockserver.resources",
+    "schemathesis.specs.openapi.schemas",
+    "httpcore",
+    "h11",
+)
 
 
 @dataclass(frozen=True)
@@ -123,7 +166,7 @@ def run_workers(
         )
         for k, part in enumerate(parts, start=1)
     ]
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     workers: list[Worker] = []
     try:
         for job, part in zip(jobs, parts, strict=True):
@@ -137,12 +180,43 @@ def run_workers(
     return merge(checks, workers, seed)
 
 
+def worker_context(platform: str = sys.platform) -> Any:
+    """The multiprocessing context workers start in: the fork server's on Linux (with
+    :data:`PRELOAD` added to its preload list, which counts only if it has not started yet),
+    ``spawn`` elsewhere. Only this context is used: the process's default start method, and
+    whatever context its caller uses, are left as they are."""
+    if not platform.startswith("linux") or "forkserver" not in (
+        multiprocessing.get_all_start_methods()
+    ):
+        # No fork server here (Windows), or fork is not safe even from a single-threaded
+        # server (macOS: its system libraries; CPython spawns there by default).
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    preload = list(_preload_set())
+    context.set_forkserver_preload(preload + [m for m in PRELOAD if m not in preload])
+    return context
+
+
+def _preload_set() -> list[str]:
+    """The fork server's preload list as set so far (by default ``["__main__"]``): ours is added
+    to it, so a caller's own preloads are kept. multiprocessing has no public getter."""
+    from multiprocessing import forkserver
+
+    current = getattr(getattr(forkserver, "_forkserver", None), "_preload_modules", None)
+    if isinstance(current, list | tuple) and all(isinstance(m, str) for m in current):
+        return list(current)
+    return ["__main__"]
+
+
 def start(
     context: Any, job: Job, part: list[Check], entry: Callable[[Job, Connection], None]
 ) -> Worker:
     receiving, sending = context.Pipe(duplex=False)
     process = context.Process(
-        target=entry, args=(job, sending), name=f"conformance-{job.index}", daemon=True
+        target=begin,
+        args=(entry, job, sending, dict(os.environ)),
+        name=f"conformance-{job.index}",
+        daemon=True,
     )
     process.start()
     sending.close()  # the worker holds the only sending end: its exit is our EOF
@@ -267,6 +341,20 @@ def crash_failure(check: Check, worker: Worker, seed: int) -> Failure:
 
 
 # -- in the worker process ----------------------------------------------------------------------
+
+
+def begin(
+    entry: Callable[[Job, Connection], None],
+    job: Job,
+    conn: Connection,
+    environ: dict[str, str],
+) -> None:
+    """A worker's first step: the parent's environment as it was when the worker was started (a
+    fork of the fork server has the server's, from when it started), then ``entry``."""
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    entry(job, conn)
 
 
 def work(job: Job, conn: Connection) -> None:

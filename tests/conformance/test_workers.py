@@ -1,9 +1,14 @@
 """``--workers N``: checks dealt to worker processes, each in a sandbox of its own against the
-mock; the same verdicts as one process; a worker that dies is a failed ``crash`` result."""
+mock; the same verdicts as one process; a worker that dies is a failed ``crash`` result; workers
+are forks of a fork server that imported the suite once (spawned where there is none)."""
 
 from __future__ import annotations
 
+import gc
+import json
+import multiprocessing
 import os
+import sys
 import time
 from collections import Counter
 from multiprocessing.connection import Connection
@@ -11,12 +16,24 @@ from typing import Any
 
 import httpx
 
+import conformance.workers
 from conformance.api import Outcome, RunConfig, run, validate
 from conformance.checks import shard
+from conformance.gcpolicy import THRESHOLDS
 from conformance.results import CheckResult, Failure, Report
 from conformance.runner import NOTHING_TO_JUDGE
 from conformance.sandboxes import Where
-from conformance.workers import Job, Worker, checks_of, merge, run_workers, work, world
+from conformance.workers import (
+    PRELOAD,
+    Job,
+    Worker,
+    checks_of,
+    merge,
+    run_workers,
+    work,
+    worker_context,
+    world,
+)
 from tests.conformance.defects import DefectProxy
 from tests.conformance.support import Served, live_mock, run_quietly
 
@@ -190,3 +207,95 @@ def test_a_worker_of_a_shard_makes_only_the_requests_of_its_shard():
             assert set(both) <= {c.name for c in checks if c.observe}
             runs += [c.name for c in checks if c.run is not None]
     assert Counter(runs) == Counter(c.name for c in validate(RunConfig(mock=True)) if c.run)
+
+
+# -- how workers start --------------------------------------------------------------------------
+
+MARK = "CONFORMANCE_TEST_WORKER_MARK"
+
+
+def tells_how_it_started(job: Job, conn: Connection) -> None:
+    """A worker that runs as :func:`work` does, but whose ``execute`` only says how its process
+    started: its parent, what was imported before it ran, its collector, its environment."""
+    missing = [name for name in PRELOAD if name not in sys.modules]  # what the server imported
+    cpu = time.process_time()  # since the fork (or, spawned, since the interpreter started)
+
+    def execute(config: RunConfig, where: Where, checks: list[Any], *_: object) -> Outcome:
+        parent = os.getppid()
+        facts = {
+            "index": job.index,
+            "pid": os.getpid(),
+            "parent": parent,
+            "parent_command": read(f"/proc/{parent}/cmdline").replace("\0", " "),
+            "parent_threads": [
+                line.split()[1]
+                for line in read(f"/proc/{parent}/status").splitlines()
+                if line.startswith("Threads:")
+            ],
+            "missing": missing,
+            "cpu": cpu,
+            "gc": list(gc.get_threshold()),
+            "mark": os.environ.get(MARK),
+        }
+        results = [CheckResult(c.name, c.family, c.description) for c in checks]
+        return Outcome(results, 0, [json.dumps(facts)])
+
+    conformance.workers.execute = execute  # type: ignore[assignment]  # in this process only
+    work(job, conn)
+
+
+def read(path: str) -> str:
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError:
+        return ""
+
+
+def start_facts(mark: str) -> list[dict[str, Any]]:
+    config = RunConfig(base_url="http://127.0.0.1:9", api_key="k", only=["auth"], workers=2)
+    where = Where("http://127.0.0.1:9", "k")
+    outcome = run_workers(config, where, validate(config), 1, 2, entry=tells_how_it_started)
+    facts = sorted((json.loads(note) for note in outcome.notes), key=lambda f: f["index"])
+    assert [f["index"] for f in facts] == [1, 2]
+    assert all(f["mark"] == mark for f in facts)  # the parent's environment of the moment
+    assert all(f["gc"] == list(THRESHOLDS) for f in facts)  # conformance/gcpolicy.py
+    return facts
+
+
+def test_workers_are_forks_of_a_single_threaded_server_that_imported_the_suite(monkeypatch):
+    if not sys.platform.startswith("linux"):
+        return  # spawned elsewhere: see the next test
+    monkeypatch.setenv(MARK, "first")
+    first = start_facts("first")
+    monkeypatch.setenv(MARK, "second")  # after the server started: a fork has its environment
+    second = start_facts("second")
+    for facts in first + second:
+        assert facts["parent"] != os.getpid()  # not this process's children: the server's
+        assert "multiprocessing.forkserver" in facts["parent_command"], facts
+        assert facts["parent_threads"] == ["1"]  # one thread: a fork of it is safe
+        assert facts["missing"] == []  # the suite was imported before the worker began
+        assert facts["cpu"] < 0.3  # a fork starts no interpreter (spawned: ~0.35 s by then)
+    assert len({f["parent"] for f in first + second}) == 1  # one server, started once
+    assert len({f["pid"] for f in first + second}) == 4
+
+
+def test_workers_are_spawned_where_there_is_no_fork_server():
+    assert worker_context("darwin").get_start_method() == "spawn"
+    assert worker_context("win32").get_start_method() == "spawn"
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        assert worker_context("linux").get_start_method() == "forkserver"
+
+
+def test_the_fork_server_keeps_the_callers_preloads_and_default_start_method(monkeypatch):
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # type: ignore[attr-defined]
+    monkeypatch.setattr(server, "_preload_modules", ["__main__", "json"])
+    default = multiprocessing.get_start_method(allow_none=True)
+    worker_context("linux")
+    worker_context("linux")  # added once
+    assert server._preload_modules == ["__main__", "json", *PRELOAD]
+    assert multiprocessing.get_start_method(allow_none=True) == default
