@@ -13,10 +13,12 @@ Example::
 into exit status 2); every finding of a run that did reach the deployment is in the report.
 The command line (``conformance run``) and the pytest plugin both call this function.
 
-With ``workers=N`` (conformance/workers.py) the checks run in spawned processes, so a script that
-asks for workers must guard its entry point (``if __name__ == "__main__":``), as
-:mod:`multiprocessing` requires. Against the bundled mock (``mock``, ``mock_url``) each worker,
-and each ``mock_url`` run, works in a sandbox of its own (conformance/sandboxes.py).
+With ``workers=N`` (conformance/workers.py) the checks run in other processes (forks of
+multiprocessing's fork server on Linux, spawned elsewhere), which import the caller's main
+module, so a script that asks for workers must guard its entry point
+(``if __name__ == "__main__":``), as :mod:`multiprocessing` requires. Against the bundled mock
+(``mock``, ``mock_url``) each worker, and each ``mock_url`` run, works in a sandbox of its own
+(conformance/sandboxes.py).
 """
 
 from __future__ import annotations
