@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import httpx
+import pytest
 
 import conformance.workers
 from conformance.api import Outcome, RunConfig, run, validate
@@ -218,7 +219,6 @@ def tells_how_it_started(job: Job, conn: Connection) -> None:
     """A worker that runs as :func:`work` does, but whose ``execute`` only says how its process
     started: its parent, what was imported before it ran, its collector, its environment."""
     missing = [name for name in PRELOAD if name not in sys.modules]  # what the server imported
-    cpu = time.process_time()  # since the fork (or, spawned, since the interpreter started)
 
     def execute(config: RunConfig, where: Where, checks: list[Any], *_: object) -> Outcome:
         parent = os.getppid()
@@ -233,7 +233,6 @@ def tells_how_it_started(job: Job, conn: Connection) -> None:
                 if line.startswith("Threads:")
             ],
             "missing": missing,
-            "cpu": cpu,
             "gc": list(gc.get_threshold()),
             "mark": os.environ.get(MARK),
         }
@@ -265,7 +264,7 @@ def start_facts(mark: str) -> list[dict[str, Any]]:
 
 def test_workers_are_forks_of_a_single_threaded_server_that_imported_the_suite(monkeypatch):
     if not sys.platform.startswith("linux"):
-        return  # spawned elsewhere: see the next test
+        pytest.skip("workers are spawned off Linux (the next test)")
     monkeypatch.setenv(MARK, "first")
     first = start_facts("first")
     monkeypatch.setenv(MARK, "second")  # after the server started: a fork has its environment
@@ -275,7 +274,6 @@ def test_workers_are_forks_of_a_single_threaded_server_that_imported_the_suite(m
         assert "multiprocessing.forkserver" in facts["parent_command"], facts
         assert facts["parent_threads"] == ["1"]  # one thread: a fork of it is safe
         assert facts["missing"] == []  # the suite was imported before the worker began
-        assert facts["cpu"] < 0.3  # a fork starts no interpreter (spawned: ~0.35 s by then)
     assert len({f["parent"] for f in first + second}) == 1  # one server, started once
     assert len({f["pid"] for f in first + second}) == 4
 
@@ -289,7 +287,7 @@ def test_workers_are_spawned_where_there_is_no_fork_server():
 
 def test_the_fork_server_keeps_the_callers_preloads_and_default_start_method(monkeypatch):
     if "forkserver" not in multiprocessing.get_all_start_methods():
-        return
+        pytest.skip("this platform has no fork server")
     from multiprocessing import forkserver
 
     server = forkserver._forkserver  # type: ignore[attr-defined]
