@@ -41,6 +41,11 @@ SOURCES = (
 )
 EXTRA_MESSAGE = "pip install 'cgcas-kit[conformance]'"
 PIP_TIMEOUT = 600
+#: What the environment's processes do not inherit from the test's: where Python would look for
+#: modules and bytecode (the kit's tests keep theirs under their own prefix: tests/conftest.py).
+NOT_PASSED_ON = (
+    "PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
+)  # fmt: skip
 
 
 def index_url() -> str:
@@ -99,11 +104,9 @@ class Venv:
         self.python = str(self.bin / "python")
         # The environment's interpreter writes the bytecode of what it imports, as Python does by
         # default: each run after the first reads it (a pytest run: ~0.6 s of CPU, then ~0.25).
-        self.env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE")
-        } | {"PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        self.env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED_ON} | {
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1"
+        }
 
     def run(
         self, *argv: str, env: dict[str, str] | None = None, timeout: float = 120
