@@ -45,7 +45,11 @@ def keep_bytecode() -> None:
     if sys.prefix != sys.base_prefix:
         prefix = Path(sys.prefix) / "pycache"
     else:
-        prefix = Path(tempfile.gettempdir()) / f"cgcas-kit-pycache-{getpass.getuser()}"
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no user name to be had (a container's bare uid)
+            user = "anyone"
+        prefix = Path(tempfile.gettempdir()) / f"cgcas-kit-pycache-{user}"
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
     sys.pycache_prefix = str(prefix)
