@@ -43,7 +43,6 @@ from openapi_core.validation.schemas.datatypes import FormatValidatorsDict
 from openapi_core.validation.schemas.factories import DialectSchemaValidatorsFactory
 from openapi_core.validation.schemas.validators import SchemaValidator
 from openapi_schema_validator import OAS31_BASE_DIALECT_ID, OAS30ReadValidator, OAS31Validator
-from referencing._core import Resolved
 from werkzeug.datastructures import Headers
 
 from conformance.responses import ResponseChecker
@@ -74,32 +73,34 @@ def checker() -> ResponseChecker:
     return ResponseChecker(default_contract().document, "full")
 
 
+def _digest(value: Any) -> bytes | None:
+    """What a value is known by: the digest of its ``marshal`` bytes, which tell every type apart
+    (a tuple from a list, an int key from a string key, 1 from 1.0 and True) and refuse anything
+    else (a subclass, an object): equal digests, an equal value of the same types. None for a
+    value that is not plain data."""
+    try:
+        return hashlib.blake2b(marshal.dumps(value), digest_size=16).digest()
+    except ValueError:
+        return None
+
+
 class _RememberingSchemaValidator(SchemaValidator):
     """openapi-core's schema validator, which remembers the values it has found valid.
 
     Whether a value is valid for a schema does not depend on the response it came in: a value
     found valid before is valid again, and is not walked by jsonschema anew. Values are known
-    by their ``marshal`` bytes, which tell every type apart (a tuple from a list, an int key
-    from a string key, 1 from 1.0 and True) and refuse anything else (a subclass, an object):
-    equal bytes, an equal value of the same types. Any other value is validated; one found
-    invalid is never remembered, nor is a big one (a page of records seldom comes twice, and
-    a test process would keep every body it received)."""
-
-    MOST = 4096  # bytes of a value worth remembering (headers, small bodies)
+    by their :func:`_digest`; one that is not plain data is validated every time, and one
+    found invalid is never remembered."""
 
     def __init__(self, schema: SchemaPath, validator: Any) -> None:
         super().__init__(schema, validator)
         self._valid: set[bytes] = set()
 
     def validate(self, value: Any) -> None:
-        try:
-            known = marshal.dumps(value)
-        except ValueError:  # not plain data: validated every time
+        known = _digest(value)
+        if known is None or known not in self._valid:
             super().validate(value)
-            return
-        if known not in self._valid:
-            super().validate(value)
-            if len(known) <= self.MOST:
+            if known is not None:
                 self._valid.add(known)
 
 
@@ -110,20 +111,16 @@ def _remembering(validator_class: type[Validator]) -> type[Validator]:
 
     Whether a value is valid against what a ``$ref`` names depends on the value, the reference
     (the contract has one base URI and does not change), the validator class and its format
-    checker: a value is known by those and the digest of its ``marshal`` bytes (which tell
-    every type apart, as above). Only a reference found to give no error is remembered."""
+    checker: a value is known by those and its :func:`_digest`. Only a reference found to give
+    no error is remembered."""
     follow = validator_class.VALIDATORS["$ref"]
     known: dict[tuple[Any, ...], tuple[Any, set[bytes]]] = {}
 
     def remembering_ref(
         validator: Any, ref: str, instance: Any, schema: Any
     ) -> Iterator[ValidationError]:
-        if not isinstance(instance, dict | list):
-            yield from follow(validator, ref, instance, schema)
-            return
-        try:
-            digest = hashlib.blake2b(marshal.dumps(instance), digest_size=16).digest()
-        except ValueError:  # not plain data: walked every time
+        digest = _digest(instance) if isinstance(instance, dict | list) else None
+        if digest is None:  # a scalar (not worth it), or not plain data: walked every time
             yield from follow(validator, ref, instance, schema)
             return
         checker = validator.format_checker
@@ -224,11 +221,11 @@ class _ContractAccessor(SchemaAccessor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._found: dict[tuple[Any, ...], Resolved[Any]] = {}
+        self._found: dict[tuple[Any, ...], Any] = {}  # referencing's Resolved
         self._paths: dict[tuple[Any, ...], _ContractPath] = {}  # see _ContractPath
         self._missing: dict[tuple[Any, ...], tuple[type[Exception], tuple[Any, ...]]] = {}
 
-    def get_resolved(self, parts: Any) -> Resolved[Any]:
+    def get_resolved(self, parts: Any) -> Any:
         key = tuple(parts)
         try:
             found = self._found.get(key)
