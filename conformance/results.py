@@ -16,6 +16,10 @@ from conformance.target import Exchange
 
 NOTHING_JUDGED = "nothing judged"
 EXIT_NOTHING_JUDGED = 3  # every check skipped: the run judged nothing, so it did not pass
+SETUP_PROBLEM = "setup problem"  # the run could not judge: how it was set up must change
+EXIT_SETUP_PROBLEM = 2  # as a usage error: the target or the options, not a broken rule
+INSUFFICIENT_COVERAGE = "insufficient coverage"  # a gate (--min-rule-coverage, --require) unmet
+EXIT_INSUFFICIENT_COVERAGE = 4  # distinct from 1: no rule was seen broken, too few were judged
 
 
 _PYTHON_NONE = re.compile(r"\bNone\b")
@@ -143,6 +147,7 @@ class Report:
     duration_seconds: float = 0.0  # wall time of the run, measured by conformance.api.run
     # the run's target and permissions as `conformance run` options (keys as "$VARIABLES")
     options: list[str] = field(default_factory=list)
+    setup_problem: str | None = None  # one line saying what to change (verdict: setup problem)
 
     @property
     def failures(self) -> list[Failure]:
@@ -159,7 +164,10 @@ class Report:
     @property
     def verdict(self) -> str:
         """``failed``, ``passed`` (a check judged something and none failed), or ``nothing
-        judged``: a run whose every check was skipped has not passed."""
+        judged``: a run whose every check was skipped has not passed. A run stopped by a
+        ``setup problem`` judged nothing it could stand by."""
+        if self.setup_problem:
+            return SETUP_PROBLEM
         if self.failures:
             return "failed"
         if any(c.status == "passed" for c in self.checks):
@@ -168,7 +176,8 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return {"passed": 0, "failed": 1}.get(self.verdict, EXIT_NOTHING_JUDGED)
+        codes = {"passed": 0, "failed": 1, SETUP_PROBLEM: EXIT_SETUP_PROBLEM}
+        return codes.get(self.verdict, EXIT_NOTHING_JUDGED)
 
     def result(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)
@@ -191,6 +200,7 @@ class Report:
             "verdict": self.verdict,
             "exitCode": self.exit_code,
             "notes": list(self.notes),
+            "setupProblem": self.setup_problem,
             "summary": totals(self).to_dict(),
             "checks": [c.to_dict() for c in self.checks],
         }

@@ -28,6 +28,7 @@ from conformance.target import BudgetExhausted, Exchange, Target, TargetUnreacha
 
 CAPABILITY_UNAVAILABLE = "capability unavailable"
 BUDGET_USED_UP = "request budget used up"
+TIME_BUDGET_USED_UP = "time budget used up"
 INFERRED_OPERATION = "method and path are inferred"
 NEEDS_SPEND = "spends credits: needs --allow-spend"
 NEEDS_CREATE = "creates or changes resources: needs --allow-spend"
@@ -361,6 +362,7 @@ def run_checks(
         emit("exchange", exchange)
 
     session.target.observers.append(observe)
+    session.target.on_wait = lambda wait: emit("wait", wait)
     try:
         for check in checks:
             if check.run is None:
@@ -371,6 +373,7 @@ def run_checks(
             emit("check-end", result)
     finally:
         session.target.observers.remove(observe)
+        session.target.on_wait = None
     for result in results.values():
         if not result.judgements and not result.skipped:
             result.skipped[NOTHING_TO_JUDGE] += 1  # never a vacuous pass

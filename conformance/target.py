@@ -73,6 +73,22 @@ class TargetUnreachable(Exception):
     """The deployment did not answer at the transport level (refused, DNS, TLS, timeout)."""
 
 
+class SetupProblem(Exception):
+    """The run cannot judge the deployment as it was set up (a key of the wrong kind, a rate
+    window that never moves, a receiver the deployment cannot reach ...): never a conformance
+    failure. Its message is one line saying what to change (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A wait the run is about to make: how long, why, and until when (wall clock, UTC)."""
+
+    seconds: float
+    why: str
+    until: float  # time.time() when it ends
+    check: str | None = None
+
+
 AUTH_KINDS = ("primary", "second", "restricted", "none", "malformed", "unknown", "custom")
 KEYED = ("primary", "second", "restricted")  # the identities a run holds a key of
 
@@ -309,6 +325,7 @@ class Target:
         self.notes: list[str] = []
         self.current_check: str | None = None
         self.answered = False  # whether the deployment ever answered
+        self.on_wait: Callable[[Wait], None] | None = None  # told before every wait
         self._reset_at: dict[str, tuple[float, int]] = {}  # identity -> (seen at, reset seconds)
         self._masks = {api_key: "${API_KEY}"}
         if second_key:
@@ -342,6 +359,8 @@ class Target:
         waited = min(seconds, self.wait_cap)
         capped = f" (capped from {seconds:g} s)" if waited < seconds else ""
         self.notes.append(f"waited {waited:g} s{capped}: {why}")
+        if self.on_wait is not None:
+            self.on_wait(Wait(waited, why, time.time() + waited, self.current_check))
         self.sleep(waited)
 
     def forget_windows(self) -> None:
