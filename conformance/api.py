@@ -36,13 +36,13 @@ from urllib.parse import urlsplit
 
 from conformance.checks import Check, SelectionError, select, shard
 from conformance.contract import Contract
-from conformance.mockprocess import MockProcess, MockStartError, fixture_keys
+from conformance.mockprocess import START_SECONDS, MockProcess, MockStartError, fixture_keys
 from conformance.profiles import PROFILES
 from conformance.receiver import parse_listen
 from conformance.results import CheckResult, Report
 from conformance.runner import Listener, Session, run_checks
 from conformance.sandboxes import Where, mock_where, sandboxed
-from conformance.target import Target, TargetUnreachable
+from conformance.target import Target, TargetUnreachable, Wait
 
 __all__ = ["RunConfig", "TargetUnreachable", "UsageError", "run"]
 
@@ -85,7 +85,7 @@ class RunConfig:
     wait_cap: float = 120.0  # the longest single wait for a real deployment's Retry-After
     document: dict[str, Any] | None = None  # the contract (default: the bundled spec)
     sleep: Callable[[float], None] = time.sleep
-    on_event: Listener | None = None
+    on_event: Listener | None = None  # told of the run's events (conformance/progress.py)
 
     @property
     def is_mock(self) -> bool:
@@ -264,8 +264,10 @@ def _deployment(config: RunConfig, seed: int) -> Iterator[Where]:
     if config.mock_url:
         yield _own_keys(config, mock_where(config.mock_url, fixture_keys()))
         return
+    if config.on_event is not None:
+        config.on_event("wait", Wait.from_now(START_SECONDS, "the bundled mock to start"))
     try:
-        mock = MockProcess(seed=seed).start()
+        mock = MockProcess(seed=seed).start(START_SECONDS)
     except MockStartError as exc:
         raise TargetUnreachable(str(exc)) from exc
     try:

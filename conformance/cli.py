@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -30,9 +31,10 @@ try:
 
     from conformance import __version__
     from conformance.api import RunConfig, TargetUnreachable, UsageError, run, validate
-    from conformance.checks import all_checks
+    from conformance.checks import Check, all_checks
     from conformance.console import ProgressDisplay, print_report
     from conformance.profiles import PROFILES
+    from conformance.progress import ProgressLog
     from conformance.signatures import check_timestamp_format, verify
 except ModuleNotFoundError as exc:  # only the mock is installed: main() says so in one line
     if (exc.name or "").partition(".")[0] not in EXTRA_MODULES or not missing_extra():
@@ -166,7 +168,14 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--junit-xml", type=Path, metavar="PATH")
     out.add_argument("--report-json", type=Path, metavar="PATH")
     out.add_argument("--report-html", type=Path, metavar="PATH")
-    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress: neither the progress bar on a terminal nor, elsewhere (a CI log), "
+        "the lines as each check starts and ends, each wait over 5 s and at least every 30 s; "
+        "the report is printed all the same",
+    )
+    out.add_argument("--no-progress", action="store_true", help="the same as --quiet")
 
     commands.add_parser("list-checks", help="name every check with a one-line description")
     rules_parser = commands.add_parser(
@@ -231,15 +240,10 @@ def command_run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    display = (
-        None if args.no_progress or not console.is_terminal else ProgressDisplay(console, checks)
-    )
+    display = None if args.quiet or args.no_progress else progress_for(console, checks)
     config.on_event = display
     try:
-        if display is not None:
-            with display:
-                report = run(config)
-        else:
+        with display or nullcontext():
             report = run(config)
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
@@ -249,6 +253,13 @@ def command_run(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     print_report(console, report)
     return report.exit_code
+
+
+def progress_for(console: Console, checks: list[Check]) -> ProgressDisplay | ProgressLog:
+    """A live progress bar on a terminal; elsewhere (a CI log, a file) progress as lines."""
+    if console.is_terminal and sys.stdout.isatty():
+        return ProgressDisplay(console, checks)
+    return ProgressLog(sys.stdout, checks)
 
 
 def command_list_checks() -> int:

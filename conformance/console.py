@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from conformance.checks import Check
+from conformance.progress import WAIT_SHOWN, waiting
 from conformance.reports import failure_text, rerun_command
 from conformance.results import Report, Totals, group_failures, group_warnings, totals
 
@@ -24,7 +25,8 @@ _VERDICTS = {"passed": "passed", "failed": "FAILED", "skipped": "skipped"}
 
 
 class ProgressDisplay:
-    """A rich progress bar over the checks that run, with the request count."""
+    """A rich progress bar over the checks that run, with the request count; a wait longer
+    than :data:`~conformance.progress.WAIT_SHOWN` seconds is shown in its description."""
 
     def __init__(self, console: Console, checks: list[Check]) -> None:
         self.console = console
@@ -40,6 +42,7 @@ class ProgressDisplay:
         runnable = [c for c in checks if c.run is not None]
         self.task = self.progress.add_task("conformance", total=len(runnable), requests=0)
         self.requests = 0
+        self.doing = "conformance"  # the description: the check that started last
 
     def __enter__(self) -> ProgressDisplay:
         self.progress.start()
@@ -49,13 +52,16 @@ class ProgressDisplay:
         self.progress.stop()
 
     def __call__(self, event: str, payload: Any) -> None:
-        if event == "exchange":
-            self.requests += 1
-            self.progress.update(self.task, requests=self.requests)
+        if event in ("exchange", "requests"):  # a request ends a wait
+            self.requests += 1 if event == "exchange" else payload.count
+            self.progress.update(self.task, requests=self.requests, description=self.doing)
         elif event == "check-start":
-            self.progress.update(self.task, description=escape(payload.name))
+            self.doing = escape(payload.name)
+            self.progress.update(self.task, description=self.doing)
         elif event == "check-end":
             self.progress.advance(self.task)
+        elif event == "wait" and payload.seconds > WAIT_SHOWN:
+            self.progress.update(self.task, description=escape(waiting(payload)))
 
 
 def summary_table(report: Report) -> tuple[Table, list[str]]:

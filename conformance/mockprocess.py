@@ -69,6 +69,9 @@ def restricted_key(keys: list[FixtureKey], workspace: str) -> FixtureKey | None:
     return None
 
 
+START_SECONDS = 30.0  # the longest the bundled mock may take to start and answer
+
+
 @dataclass
 class MockProcess:
     seed: int
@@ -78,7 +81,7 @@ class MockProcess:
     lines: list[str] = field(default_factory=list)
     process: subprocess.Popen[str] | None = None
 
-    def start(self, timeout: float = 30.0) -> MockProcess:
+    def start(self, timeout: float = START_SECONDS) -> MockProcess:
         command = [
             sys.executable, "-m", "mockserver", "--host", "127.0.0.1", "--port", "0",
             "--clock", "manual", "--allow-private-callbacks", "--seed", str(self.seed),

@@ -42,6 +42,9 @@ class Delivery:
 Policy = Callable[[str, dict[str, str], bytes, list[Delivery]], int]
 
 
+DELIVERIES = "webhook deliveries to the suite's receiver"
+
+
 def always_ok(path: str, headers: dict[str, str], body: bytes, seen: list[Delivery]) -> int:
     return 200
 
@@ -61,6 +64,7 @@ class Receiver:
         self.deliveries: list[Delivery] = []
         self.policies: dict[str, Policy] = {}
         self._changed = threading.Condition()
+        self.on_wait: Callable[[float, str], None] | None = None  # told before a wait begins
         config = uvicorn.Config(
             self.app,
             host=self.host,
@@ -109,9 +113,17 @@ class Receiver:
         with self._changed:
             return [d for d in self.deliveries if d.path == path]
 
-    def wait_for(self, predicate: Callable[[list[Delivery]], bool], timeout: float) -> bool:
-        """Wait (real time, at most ``timeout`` s) until the deliveries satisfy ``predicate``."""
+    def wait_for(
+        self, predicate: Callable[[list[Delivery]], bool], timeout: float, why: str = DELIVERIES
+    ) -> bool:
+        """Wait (real time, at most ``timeout`` s) until the deliveries satisfy ``predicate``;
+        a wait that begins is announced first (``on_wait(timeout, why)``)."""
         deadline = time.monotonic() + timeout
+        if self.on_wait is not None and timeout > 0:
+            with self._changed:
+                met = predicate(list(self.deliveries))
+            if not met:
+                self.on_wait(timeout, why)
         with self._changed:
             while not predicate(list(self.deliveries)):
                 left = deadline - time.monotonic()

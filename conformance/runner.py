@@ -104,6 +104,7 @@ class Session:
     def receiver(self) -> Receiver:
         if self._receiver is None:
             self._receiver = Receiver(self.receiver_listen, self.receiver_url).start()
+            self._receiver.on_wait = self.target.announce
         return self._receiver
 
     def close(self) -> None:

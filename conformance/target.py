@@ -88,6 +88,11 @@ class Wait:
     until: float  # time.time() when it ends
     check: str | None = None
 
+    @classmethod
+    def from_now(cls, seconds: float, why: str, check: str | None = None) -> Wait:
+        """A wait of (at most) ``seconds`` that begins now."""
+        return cls(seconds, why, time.time() + seconds, check)
+
 
 AUTH_KINDS = ("primary", "second", "restricted", "none", "malformed", "unknown", "custom")
 KEYED = ("primary", "second", "restricted")  # the identities a run holds a key of
@@ -359,9 +364,14 @@ class Target:
         waited = min(seconds, self.wait_cap)
         capped = f" (capped from {seconds:g} s)" if waited < seconds else ""
         self.notes.append(f"waited {waited:g} s{capped}: {why}")
-        if self.on_wait is not None:
-            self.on_wait(Wait(waited, why, time.time() + waited, self.current_check))
+        self.announce(waited, why)
         self.sleep(waited)
+
+    def announce(self, seconds: float, why: str) -> None:
+        """Tell ``on_wait`` that the run now waits (at most) ``seconds`` of real time for
+        ``why``: every real wait of a run is announced here, however it waits."""
+        if self.on_wait is not None:
+            self.on_wait(Wait.from_now(seconds, why, self.current_check))
 
     def forget_windows(self) -> None:
         """The deployment's rate-limit windows were reset (the mock's state was reset)."""
@@ -374,7 +384,7 @@ class Target:
         seen_at, reset = window
         # The mock's clock moves only when told to; real time counts against a real window.
         left = reset if self.control is not None else reset - (time.monotonic() - seen_at)
-        self.wait(left, "x-ratelimit-remaining reached 0")
+        self.wait(left, "the rate-limit window to reset (x-ratelimit-remaining: 0)")
 
     def _remember_window(self, identity: str, exchange: Exchange) -> None:
         remaining = exchange.header("x-ratelimit-remaining")

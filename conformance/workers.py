@@ -3,10 +3,12 @@
 Worker ``k`` of ``N`` runs ``shard(checks, k, N)``: its deal of the checks that make requests,
 and every observer (which judges that worker's own exchanges). Each worker sends its results
 back over a pipe as each check ends, so a worker that crashes loses only what it had not
-finished. The parent merges the results in the selection's order: a check that makes requests
-has the result of the one worker that ran it, an observer the sum of every worker's counts with
-their failures, warnings and skips put together (a check that does both is merged as an
-observer: its requests were made by one worker, its observations by all).
+finished; and its progress, which the parent hands to the run's listener: each check's start,
+end and wait, and the requests it sent, counted in batches (``requests`` events, at most one
+a second: conformance/progress.py). The parent merges the results in the selection's order: a
+check that makes requests has the result of the one worker that ran it, an observer the sum of
+every worker's counts with their failures, warnings and skips put together (a check that does
+both is merged as an observer: its requests were made by one worker, its observations by all).
 
 Against the bundled mock each worker makes a sandbox of its own (``POST /_mock/sandboxes``: its
 own keys, clock, records, credits and rate-limit buckets), runs in it and ends it in
@@ -60,6 +62,7 @@ from conformance.api import Outcome, RunConfig, execute
 from conformance.checks import _MODULES as CHECK_MODULES
 from conformance.checks import Check, all_checks, shard
 from conformance.gcpolicy import collect_less_often
+from conformance.progress import Batch
 from conformance.results import CheckResult, Failure
 from conformance.runner import NOTHING_TO_JUDGE
 from conformance.sandboxes import Where, close_sandbox, sandboxed
@@ -255,6 +258,11 @@ def receive(
     elif kind == "check-end":
         worker.ended[payload.name] = payload
         emit("check-end", payload)
+    elif kind == "wait":
+        emit("wait", payload)
+    elif kind == "requests":
+        for sent in payload:
+            emit("requests", sent)
     elif kind == "sandbox":
         worker.sandbox = payload
     elif kind == "done":
@@ -367,11 +375,16 @@ def work(job: Job, conn: Connection) -> None:
         except (pickle.PicklingError, TypeError, AttributeError):  # a finding's extra
             conn.send((kind, portable(payload)))
 
+    batch = Batch()  # requests are reported in batches, never one message per exchange
+
     def forward(event: str, payload: Any) -> None:
+        sent = batch.add(payload) if event == "exchange" else batch.take()
+        if sent:
+            send("requests", sent)
         if event == "check-start":
             send("check-start", payload.name)
-        elif event == "check-end":
-            send("check-end", payload)
+        elif event in ("check-end", "wait"):
+            send(event, payload)
 
     try:
         checks = checks_of(job)

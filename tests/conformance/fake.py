@@ -171,6 +171,8 @@ class FakeDeployment:
     # -- deliveries --------------------------------------------------------------------------
 
     def _deliver_job(self, job_id: str) -> None:
+        if (gate := self.options.get("deliver_when")) is not None:
+            gate.wait(10)  # a threading.Event the test sets: deliveries come only then
         for sequence, (event, status) in enumerate(
             [("job.progressed", "running"), ("job.completed", "done")], start=1
         ):

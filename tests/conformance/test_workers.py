@@ -56,9 +56,13 @@ def observed(report: Report) -> int:
 
 def test_two_workers_give_the_verdicts_of_one_process():
     events: list[tuple[str, str]] = []
+    sent: list[int] = []
 
     def progress(event: str, payload: Any) -> None:
-        events.append((event, payload.name))
+        if event == "requests":  # the workers' requests, counted in batches
+            sent.append(payload.count)
+        elif event in ("check-start", "check-end"):
+            events.append((event, payload.name))
 
     one = run_quietly(mock=True, allow_spend=True, seed=1, only=MIXED)
     two = run_quietly(mock=True, allow_spend=True, seed=1, only=MIXED, workers=2, on_event=progress)
@@ -66,6 +70,8 @@ def test_two_workers_give_the_verdicts_of_one_process():
     selected = validate(RunConfig(mock=True, only=MIXED))
     ended = Counter(name for event, name in events if event == "check-end")
     assert ended == Counter(c.name for c in selected if c.run is not None)  # coarse progress
+    assert sum(sent) == two.requests - 2  # all but each worker's opening fetch, few messages
+    assert len(sent) < two.requests / 10
     assert verdicts(two) == verdicts(one)
     assert one.exit_code == two.exit_code == 0, [f.message for f in two.failures]
     rate = two.result("rate-limit")
