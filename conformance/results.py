@@ -1,8 +1,10 @@
 """What a run found: failures, warnings and per-check results, gathered in a :class:`Report`.
 
-:func:`totals` is the one count of a run that every format shows (terminal, JUnit, JSON, HTML);
-:func:`group_failures` and :func:`group_warnings` fold the many alike into one entry with a count,
-as every report shows them.
+:func:`totals` is the one count of a run that every format shows (terminal, JUnit, JSON, HTML;
+its rule coverage is :func:`conformance.coverage.rule_coverage`); :func:`group_failures` and
+:func:`group_warnings` fold the many alike into one entry with a count, as every report shows
+them; :func:`root_causes` reads failures of several checks on one operation's one error status as
+one cause; :func:`failed_first` orders checks as every report lists them.
 """
 
 from __future__ import annotations
