@@ -46,7 +46,7 @@ from conformance.runner import (
 CATEGORIES: dict[str, str] = {
     "needs-allow-spend": "need --allow-spend",
     "needs-option": "need an option",
-    "needs-mock": "need the bundled mock's control plane",
+    "needs-mock": "need the bundled mock (its control plane or fixtures)",
     "request-budget": "ran out of requests (--max-requests)",
     "time-budget": "ran out of time (the time budget)",
     "not-reached": "never reached the state they need",
@@ -214,9 +214,10 @@ def categorize(reason: str) -> str:
     """The category id of one skip reason (see :data:`CATEGORIES`)."""
     if reason in (NEEDS_SPEND, NEEDS_CREATE) or "--allow-spend" in reason:
         return "needs-allow-spend"
-    if reason.startswith(_CONTROL_PLANE):
+    options = _OPTION.findall(reason)
+    if reason.startswith(_CONTROL_PLANE) or (reason.startswith("needs ") and options == ["--mock"]):
         return "needs-mock"
-    if reason.startswith("needs ") and _OPTION.search(reason):
+    if reason.startswith("needs ") and options:
         return "needs-option"
     if reason.startswith(BUDGET_USED_UP):
         return "request-budget"

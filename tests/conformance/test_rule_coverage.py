@@ -138,6 +138,26 @@ def test_a_read_only_run_lists_what_needs_allow_spend_and_what_was_not_selected(
     assert not [n for n in spent.not_judged if n.category == "needs-allow-spend"]
 
 
+def test_rules_waiting_for_an_option_or_the_mock_say_which(
+    mock: Served, capsys: pytest.CaptureFixture[str], tmp_path: Path
+):
+    path = tmp_path / "r.json"
+    only = "auth-public-contract,auth-cross-workspace,auth-credential-store-outage"
+    argv = ["--base-url", mock.base_url, "--api-key", OWNER, "--only", only]
+    status, out = conformance([*argv, "--report-json", str(path)], capsys)
+    assert status == 0
+    found = json.loads(path.read_text())["rules"]["notJudged"]
+    by_check = {n["check"]: (n["category"], n["reason"]) for n in found}
+    assert by_check["auth-cross-workspace"] == (
+        "needs-option",
+        "auth-cross-workspace: needs --second-key",
+    )
+    category, reason = by_check["auth-credential-store-outage"]
+    assert category == "needs-mock" and "control plane" in reason
+    assert "need an option (--second-key): auth-cross-workspace (" in out
+    assert "need the bundled mock (its control plane or fixtures): auth-credential-store" in out
+
+
 def test_only_narrows_what_is_judged(mock: Served):
     def coverage(only: list[str]) -> Any:
         return rule_coverage(run_quietly(base_url=mock.base_url, api_key=OWNER, only=only))
@@ -176,10 +196,11 @@ def test_workers_give_the_same_coverage_as_one_process(mock: Served):
 def test_an_unmet_coverage_gate_exits_4_and_says_by_how_much(
     mock: Served, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ):
-    path = tmp_path / "r.json"
+    path, junit = tmp_path / "r.json", tmp_path / "r.xml"
     argv = ["--base-url", mock.base_url, "--api-key", OWNER, "--only", *ONLY]
     status, out = conformance(
-        [*argv, "--min-rule-coverage", "90", "--report-json", str(path)], capsys
+        [*argv, "--min-rule-coverage", "90", "--report-json", str(path), "--junit-xml", str(junit)],
+        capsys,
     )
     assert status == EXIT_INSUFFICIENT_COVERAGE == 4
     data = json.loads(path.read_text())
@@ -191,6 +212,12 @@ def test_an_unmet_coverage_gate_exits_4_and_says_by_how_much(
     assert f"{short} more rule(s) to judge" in gate["detail"]
     assert f"gate NOT met --min-rule-coverage 90: {gate['detail']}" in out
     assert out.count("INSUFFICIENT COVERAGE: ") == 1
+    # JUnit: a suite of the gates beside the checks', the unmet one failing
+    suites = {s.get("name"): s for s in ET.parse(junit).getroot().iter("testsuite")}
+    assert suites["conformance-gates"].get("failures") == "1"
+    failure = suites["conformance-gates"].find("testcase/failure")
+    assert failure is not None and failure.get("message") == gate["detail"]
+    assert suites["conformance"].get("failures") == "0"
 
     # met, the same run passes
     judged_percent = 100 * judged / judgeable
