@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from conformance.checks import Check, SelectionError, select, shard
+from conformance.checks import Check, SelectionError, all_checks, select, shard
 from conformance.contract import Contract
 from conformance.mockprocess import START_SECONDS, MockProcess, MockStartError, fixture_keys
 from conformance.profiles import PROFILES
@@ -72,6 +72,9 @@ class RunConfig:
     only: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
     shard: tuple[int, int] | None = None  # (index from 1, count): this job's part of the run
+    # CI gates (conformance/coverage.py): unmet, the verdict is insufficient coverage (exit 4)
+    min_rule_coverage: float | None = None  # percent of the judgeable rules to judge
+    require: list[str] = field(default_factory=list)  # checks or families that must judge
     workers: int = 1  # worker processes, each running its deal of the checks (workers.py)
     sandbox: bool = True  # against --mock-url: run in a sandbox of its own (False: base world)
     receiver_listen: str = "127.0.0.1:0"
@@ -127,6 +130,7 @@ def validate(config: RunConfig) -> list[Check]:
         checks = select(config.only, config.skip)
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
+    _validate_gates(config, checks)
     if config.shard is not None:
         index, count = config.shard
         if not 1 <= index <= count:
@@ -137,6 +141,29 @@ def validate(config: RunConfig) -> list[Check]:
     if worker_count(config, checks) > 1:
         _validate_workers(config, checks)
     return checks
+
+
+def _validate_gates(config: RunConfig, checks: list[Check]) -> None:
+    """``--min-rule-coverage`` is a percentage; ``--require`` names checks or families (as
+    ``--only`` does; a name of both, such as ``rate-limit``, is the check), each kept by the
+    selection."""
+    minimum = config.min_rule_coverage
+    if minimum is not None and not 0 <= minimum <= 100:
+        raise UsageError(f"--min-rule-coverage must be a percentage from 0 to 100, not {minimum:g}")
+    try:
+        select(config.require)
+    except SelectionError as exc:
+        raise UsageError(f"--require: {exc}") from None
+    every = {c.name for c in all_checks()}
+    chosen = {c.name for c in checks}
+    families = {c.family for c in checks}
+    if left_out := [
+        name for name in config.require if name not in (chosen if name in every else families)
+    ]:
+        raise UsageError(
+            f"--require {', '.join(left_out)}: the selection leaves it out (a check that runs "
+            "only when named, such as rate-limit, needs --only too): the gate could never be met"
+        )
 
 
 def _validate_sandbox(config: RunConfig) -> None:
@@ -238,6 +265,8 @@ def run(config: RunConfig) -> Report:
             max_requests=config.max_requests,
             started=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             options=rerun_options(config),
+            min_rule_coverage=config.min_rule_coverage,
+            require=list(config.require),
         )
         outcome = _run_at(config, where, checks, seed)
     report.checks = outcome.results

@@ -1,7 +1,8 @@
 """``conformance``: run the conformance suite against a deployment.
 
-Exit status: 0 when every check passes, 1 when any fails, 2 for a usage error or an unreachable
-target.
+Exit status: 0 when every check passes, 1 when any fails, 2 for a usage error, an unreachable
+target or a setup problem, 3 when nothing was judged, 4 when no rule was broken but a CI gate
+(--min-rule-coverage, --require) was not met.
 """
 
 from __future__ import annotations
@@ -53,7 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"conformance {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run_parser = commands.add_parser("run", help="run the checks against a deployment")
+    run_parser = commands.add_parser(
+        "run",
+        help="run the checks against a deployment",
+        epilog="exit status: 0 passed; 1 a rule broken; 2 a usage error, an unreachable target "
+        "or a setup problem; 3 nothing judged (every check skipped); 4 insufficient coverage (no "
+        "rule broken, a CI gate unmet). The verdict line says how many of the judgeable rules "
+        "were judged, and why the others were not.",
+    )
     target = run_parser.add_argument_group("target")
     target.add_argument("--base-url", metavar="URL", help="the deployment, e.g. https://api.x")
     target.add_argument("--api-key", metavar="KEY", help="a workspace API key")
@@ -145,6 +153,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-spend (the checks then create and spend), --allow-faults, or the rate-limit "
         "probe, since workers share one workspace and one key (default 1)",
     )
+    gates = run_parser.add_argument_group(
+        "CI gates",
+        "unmet, and no rule broken, the verdict is 'insufficient coverage' (exit 4; a broken rule "
+        "still exits 1, a setup problem 2)",
+    )
+    gates.add_argument(
+        "--min-rule-coverage",
+        type=float,
+        metavar="PCT",
+        help="judge at least PCT percent of the rules this target makes judgeable (the figure "
+        "of the verdict line: 'N of M judgeable rules judged')",
+    )
+    gates.add_argument(
+        "--require",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="CHECK",
+        help="a check that must judge something, or a family whose every check this target can "
+        "run must (against a deployment, checks that need the bundled mock's control plane are "
+        "left out of a family); repeatable; commas also separate",
+    )
     hooks = run_parser.add_argument_group("webhooks")
     hooks.add_argument(
         "--receiver-listen",
@@ -211,6 +241,8 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         only=_names(args.only),
         skip=_names(args.skip),
         shard=args.shard,
+        min_rule_coverage=args.min_rule_coverage,
+        require=_names(args.require),
         receiver_listen=args.receiver_listen,
         receiver_url=args.receiver_url,
         webhook_wait=args.webhook_wait,

@@ -1,11 +1,14 @@
-"""What a run shows on the terminal: a progress bar while it runs; at the end each failure with
-its request, response, the contract's words, a curl command and the command that reruns it (the
-first few of each rule; the rest counted), a summary table that fits 80 columns, warnings grouped
-by kind, and the run's totals.
+"""What a run shows on the terminal: a progress bar while it runs; at the end the root causes
+(one operation answering one error status to several checks), each failure with its request,
+response, the contract's words, a curl command and the command that reruns it (the first few of
+each rule; the rest counted), a summary table that fits 80 columns (failed checks first),
+warnings grouped by kind, the rules not judged grouped by why, the CI gates, and the verdict
+line: how many of the judgeable rules were judged, then the run's totals.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich import box
@@ -15,12 +18,33 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from conformance.checks import Check
+from conformance.coverage import (
+    CATEGORIES,
+    NOT_REACHED,
+    Coverage,
+    Gate,
+    gates,
+    options_named,
+    rule_coverage,
+)
 from conformance.progress import WAIT_SHOWN, waiting
 from conformance.reports import failure_text, rerun_command
-from conformance.results import Report, Totals, group_failures, group_warnings, totals
+from conformance.results import (
+    INSUFFICIENT_COVERAGE,
+    SETUP_PROBLEM,
+    Report,
+    Totals,
+    failed_first,
+    group_failures,
+    group_warnings,
+    root_causes,
+    totals,
+)
 
 _STYLES = {"passed": "green", "failed": "bold red", "skipped": "dim"}
 SHOWN_ON_TERMINAL = 3  # failures of one rule printed in full; the reports hold more
+ROOT_CAUSES_SHOWN = 5  # root causes printed; the reports hold every one
+CHECKS_NAMED = 6  # checks named on a line of rules not judged; the reports name every one
 _VERDICTS = {"passed": "passed", "failed": "FAILED", "skipped": "skipped"}
 
 
@@ -81,7 +105,7 @@ def summary_table(report: Report) -> tuple[Table, list[str]]:
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("skipped", no_wrap=True)
     reasons: dict[str, int] = {}
-    for result in report.checks:
+    for result in failed_first(report.checks):
         style = _STYLES[result.status]
         skipped = ""
         if result.skipped:
@@ -99,6 +123,17 @@ def summary_table(report: Report) -> tuple[Table, list[str]]:
 
 
 def print_report(console: Console, report: Report) -> None:
+    causes = root_causes(report.failures)
+    for cause in causes[:ROOT_CAUSES_SHOWN]:
+        console.print("ROOT CAUSE", style="bold red", end=" ")
+        console.print(cause.headline(), markup=False, highlight=False)
+    if len(causes) > ROOT_CAUSES_SHOWN:
+        console.print(
+            f"[red]… and {len(causes) - ROOT_CAUSES_SHOWN} more root causes[/] (in "
+            "--report-json and --report-html)"
+        )
+    if causes:
+        console.print()
     for group in group_failures(report.failures, limit=SHOWN_ON_TERMINAL):
         for failure in group.shown:
             console.print("FAIL", style="bold red", end=" ")
@@ -120,16 +155,72 @@ def print_report(console: Console, report: Report) -> None:
         console.print(f"[yellow]warning[/] {escape(group.check)}: {escape(group.example)}{count}")
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/]")
+    coverage = rule_coverage(report)
+    for line in not_judged_lines(coverage):
+        console.print(line)
+    checked = gates(report, coverage)
+    for gate in checked:
+        console.print(gate_line(gate))
+    console.print(verdict_line(report.verdict, coverage))
     console.print(totals_line(totals(report)))
+
+
+def not_judged_lines(coverage: Coverage) -> list[str]:
+    """The rules not judged, grouped by why: one line per category naming the checks that could
+    have judged them (with how many rules each), the full list left to the reports (markup)."""
+    if not coverage.not_judged:
+        return []
+    lines = [
+        f"[bold]Rules not judged: {len(coverage.not_judged)}[/] (each with its reason in "
+        "--report-json and --report-html)"
+    ]
+    for category, count in coverage.by_category().items():
+        entries = [n for n in coverage.not_judged if n.category == category]
+        per_check = Counter(n.check for n in entries)
+        named = per_check.most_common(CHECKS_NAMED)
+        more = f" and {len(per_check) - len(named)} more" if len(per_check) > len(named) else ""
+        label = f"  [yellow]{count}[/] {escape(CATEGORIES[category])}"
+        if category == "needs-option":
+            label += f" ({escape(', '.join(options_named(entries)))})"
+        if category != "not-reached":
+            checks = ", ".join(f"{name} ({n})" for name, n in named) + more
+            lines.append(f"{label}: {escape(checks)}")
+            continue
+        # what each check was waiting for differs: one line each, with its own reason
+        why = {n.check: n.reason.removeprefix(f"{n.check}: {NOT_REACHED}: ") for n in entries}
+        lines.append(f"{label}:")
+        lines += [f"    {escape(name)} ({n}): {escape(why[name])}" for name, n in named]
+        if more:
+            lines.append(f"   {escape(more)}")
+    return lines
+    return lines
+
+
+def gate_line(gate: Gate) -> str:
+    """One CI gate, met or not, with what was found (markup)."""
+    if gate.met:
+        return f"[green]gate met[/] {escape(gate.option)}: {escape(gate.detail)}"
+    return f"[bold yellow]gate NOT met[/] {escape(gate.option)}: {escape(gate.detail)}"
+
+
+_VERDICT_WORDS = {
+    "passed": "[green]PASSED[/]",
+    "failed": "[bold red]FAILED[/]",
+    SETUP_PROBLEM: "[bold red]SETUP PROBLEM[/]",
+    INSUFFICIENT_COVERAGE: "[bold yellow]INSUFFICIENT COVERAGE[/]",
+}
+
+
+def verdict_line(verdict: str, coverage: Coverage) -> str:
+    """``PASSED: 148 of 236 judgeable rules judged (62.7%); 88 not judged: ...`` (markup)."""
+    word = _VERDICT_WORDS.get(verdict, "[yellow]NOTHING JUDGED[/] (every check was skipped)")
+    return f"{word}: {escape(coverage.headline())}"
 
 
 def totals_line(total: Totals) -> str:
     """The run's totals in one line (rich markup)."""
-    verdict = {"passed": "[green]PASSED[/]", "failed": "[bold red]FAILED[/]"}.get(
-        total.verdict, "[yellow]NOTHING JUDGED[/] (every check was skipped)"
-    )
     return (
-        f"{verdict}: checks {total.checks_passed} passed, {total.checks_failed} failed, "
+        f"checks {total.checks_passed} passed, {total.checks_failed} failed, "
         f"{total.checks_skipped} skipped; {total.requests} requests made; "
         f"{total.judgements} judgements ({total.judgements_passed} passed, "
         f"{total.judgements_failed} failed); {total.duration_seconds:.1f} s; "

@@ -1,10 +1,14 @@
 """The HTML report: one self-contained page (no external assets, no script) that people read.
 
-At the top, the run's totals; then one row per check, a failed check linking to its failures;
-warnings grouped by kind with counts; and each failure as one line (its rule and what was expected
-against what came) that opens on a click (``<details>``) to the exchange, a curl command and the
-command that reruns the check. Many failures of one rule show the first few and count the rest,
-and bodies are pretty-printed and cut, so that a run that fails everywhere stays small.
+At the top, the rule coverage (how many of the judgeable rules were judged, per family, and the
+CI gates) and the run's totals; then one row per check, failed checks first, a failed check
+linking to its failures; warnings grouped by kind with counts; the root causes (one operation
+answering one error status to several checks); each failure as one line (its rule and what was
+expected against what came) that opens on a click (``<details>``) to the exchange, a curl command
+and the command that reruns the check; and last every rule not judged, with why. Many failures
+of one rule show the first few and count the rest, and bodies are pretty-printed and cut, so that
+a run that fails everywhere stays small. The contract's words (quotes, rule texts) are Markdown,
+rendered (raw HTML in them escaped, images left out: the page loads nothing).
 """
 
 from __future__ import annotations
@@ -13,15 +17,21 @@ import html
 import json
 import re
 
+from markdown_it import MarkdownIt
+
+from conformance.coverage import CATEGORIES, Coverage, Gate, gates, rule_coverage
 from conformance.reports import printable, rerun_command
 from conformance.results import (
     CheckResult,
     Failure,
     FailureGroup,
     Report,
+    RootCause,
     Totals,
+    failed_first,
     group_failures,
     group_warnings,
+    root_causes,
     totals,
 )
 from conformance.target import Exchange
@@ -49,7 +59,17 @@ margin:.3rem 0}
 h4{margin:.9rem 0 .2rem}h5{margin:.6rem 0 .1rem}blockquote{color:#57606a;margin:.3rem 1rem}
 a.up{font-size:.8rem;font-weight:normal}
 td:first-child{white-space:nowrap}
+section#coverage{border:1px solid #d0d7de;border-radius:6px;padding:.4rem 1rem;margin:.8rem 0}
+p.headline{font-size:1.3rem;font-weight:600;margin:.4rem 0}
+.bar{background:#eaeef2;width:12rem;height:.8rem;border-radius:3px;overflow:hidden}
+.bar span{display:block;height:100%;background:#1a7f37}
+ul.gates{padding-left:1.2rem}.met{color:#1a7f37}.unmet{color:#9a6700;font-weight:bold}
+blockquote p{margin:.2rem 0}code{background:#f6f8fa;padding:0 .2rem;border-radius:3px}
 """
+
+# The contract's words are Markdown: raw HTML in them is escaped, and images are left out so
+# that the page never loads anything.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).disable("image")
 
 _LABELS = {
     "verdict": "Verdict",
@@ -69,6 +89,7 @@ _LABELS = {
 
 def page(report: Report) -> str:
     total = totals(report)
+    coverage = rule_coverage(report)
     verdict = total.verdict.upper()
     failed = [r for r in report.checks if r.failures]
     return "".join(
@@ -79,6 +100,7 @@ def page(report: Report) -> str:
             f"<style>{_STYLE}</style></head><body>",
             f"<h1>Conformance report: <span class={_css(total.verdict)}>{escape(verdict)}</span>"
             "</h1>",
+            _coverage(coverage, gates(report, coverage)),
             _totals(total),
             f"<p class=subject>Started {escape(report.started or 'unknown')}"
             f"{'; allow-spend' if report.allow_spend else ''}"
@@ -88,7 +110,9 @@ def page(report: Report) -> str:
             _checks_table(report),
             _warnings(report),
             f"<h2 id=failures>Failures ({total.judgements_failed})</h2>" if failed else "",
+            _root_causes(root_causes(report.failures)),
             *(_check_failures(report, r) for r in failed),
+            _not_judged(coverage),
             "</body></html>",
         ]
     )
@@ -111,6 +135,88 @@ def _totals(total: Totals) -> str:
     return "<dl class=totals id=totals>" + "".join(items) + "</dl>"
 
 
+def _coverage(coverage: Coverage, checked: list[Gate]) -> str:
+    """The headline: the figure, the CI gates, and a bar per family."""
+    figure = (
+        f"<p class=headline data-rules-judged={coverage.judged} "
+        f"data-rules-judgeable={coverage.judgeable} data-rules-stated={coverage.stated} "
+        f"data-rules-percent={coverage.percent}>{escape(coverage.headline())}</p>"
+    )
+    gate_items = "".join(
+        f"<li class={'met' if g.met else 'unmet'}>{'met' if g.met else 'NOT met'}: "
+        f"<code>{escape(g.option)}</code>: {escape(g.detail)}</li>"
+        for g in checked
+    )
+    rows = []
+    for name, family in coverage.families.items():
+        share = 100 * family.judged / family.judgeable if family.judgeable else 0
+        rows.append(
+            f"<tr data-family='{attribute(name)}'><td>{escape(name)}</td>"
+            f"<td class=n>{family.judged}</td><td class=n>{family.judgeable}</td>"
+            f"<td><div class=bar title='{share:.0f}%'><span style='width:{share:.1f}%'>"
+            "</span></div></td></tr>"
+        )
+    more = (
+        f"<p class=subject>Of the {coverage.stated} stated rules of the interface document, "
+        f"{coverage.judgeable} are judgeable against this target; "
+        + (
+            f"<a href='#not-judged'>{len(coverage.not_judged)} were not judged</a>, each listed "
+            "with why."
+            if coverage.not_judged
+            else "every one was judged."
+        )
+        + " A rule counts as judged when one of its checks made a judgement; each counts for "
+        "the family of its first check.</p>"
+    )
+    return (
+        "<section id=coverage><h2>Rule coverage</h2>"
+        + figure
+        + (f"<ul class=gates id=gates>{gate_items}</ul>" if gate_items else "")
+        + more
+        + "<table id=families><thead><tr><th>family</th><th>rules judged</th>"
+        "<th>judgeable</th><th></th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></section>"
+    )
+
+
+def _root_causes(causes: list[RootCause]) -> str:
+    """Several checks failing on one operation's one error status, as one cause each."""
+    if not causes:
+        return ""
+    items = []
+    for cause in causes:
+        links = ", ".join(
+            f"<a href='#failures-{_anchor(name)}'>{escape(name)}</a>" for name in cause.checks
+        )
+        items.append(
+            f"<li><b>{escape(cause.label)}</b> answered <b>{cause.status}</b> in "
+            f"{len(cause.checks)} checks: {links} ({cause.occurrences} failure(s))</li>"
+        )
+    return f"<h3 id=root-causes>Root causes ({len(causes)})</h3><ul>{''.join(items)}</ul>"
+
+
+def _not_judged(coverage: Coverage) -> str:
+    """Every rule not judged, grouped by why, with its section, its checks and the reason."""
+    if not coverage.not_judged:
+        return ""
+    parts = [f"<h2 id=not-judged>Rules not judged ({len(coverage.not_judged)})</h2>"]
+    for category, count in coverage.by_category().items():
+        rows = "".join(
+            f"<tr data-category='{attribute(category)}'><td>{markdown_inline(n.rule.text)}</td>"
+            f"<td>{escape(n.rule.section)}</td><td>{escape(', '.join(n.checks))}</td>"
+            f"<td>{escape(n.reason)}</td></tr>"
+            for n in coverage.not_judged
+            if n.category == category
+        )
+        parts.append(
+            f"<h3 id='not-judged-{category}'>{count} {escape(CATEGORIES[category])}</h3>"
+            "<table class=not-judged><thead><tr><th>rule</th><th>section</th><th>checks</th>"
+            f"<th>why not judged</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    return "".join(parts)
+
+
 def _notes(notes: list[str]) -> str:
     if not notes:
         return ""
@@ -127,7 +233,7 @@ def _checks_table(report: Report) -> str:
         "skipped (why)",
         "what it checks",
     ]
-    rows = "".join(_check_row(r) for r in report.checks)
+    rows = "".join(_check_row(r) for r in failed_first(report.checks))
     return (
         "<table id=checks><thead><tr>"
         + "".join(f"<th>{h}</th>" for h in head)
@@ -198,7 +304,7 @@ def _group(report: Report, group: FailureGroup) -> str:
     quotes = {f.quote for f in group.shown}
     common = len(quotes) == 1
     if common and group.failures[0].quote:
-        parts.append(f"<blockquote>{escape(group.failures[0].quote)}</blockquote>")
+        parts.append(f"<blockquote>{markdown(group.failures[0].quote)}</blockquote>")
     for index, failure in enumerate(group.shown, start=1):
         parts.append(_failure(report, failure, f"{anchor}-{index}", show_quote=not common))
     if group.more:
@@ -224,7 +330,7 @@ def _failure(report: Report, failure: Failure, anchor: str, show_quote: bool = T
     if short != message:
         parts.append(f"<p>{escape(message)}</p>")
     if show_quote and failure.quote:
-        parts.append(f"<blockquote>{escape(failure.quote)}</blockquote>")
+        parts.append(f"<blockquote>{markdown(failure.quote)}</blockquote>")
     if failure.exchange is not None:
         parts.append(_exchange(failure.exchange))
         parts.append(f"<h5>curl</h5><pre>{escape(failure.exchange.curl())}</pre>")
@@ -289,6 +395,16 @@ def _masked(exchange: Exchange, raw: bytes | str) -> str:
         if secret:
             text = text.replace(secret, name)
     return text
+
+
+def markdown(text: str) -> str:
+    """The contract's words (Markdown) as HTML blocks."""
+    return _MARKDOWN.render(printable(text))
+
+
+def markdown_inline(text: str) -> str:
+    """The contract's words (Markdown) as HTML inside one element, such as a table cell."""
+    return _MARKDOWN.renderInline(printable(text))
 
 
 def escape(value: object) -> str:

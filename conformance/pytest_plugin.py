@@ -4,8 +4,9 @@
 runs the suite once, through :func:`conformance.api.run`, and reports each check as a test:
 passed, failed (the first few failures of each rule in full: the rule, the contract's words,
 the request, the response, a curl command and the seed; the rest counted) or skipped (with the
-reasons). Without one of those two options the plugin adds its options and nothing else: no
-test, no request.
+reasons); the terminal summary ends with the run's rule coverage (how many of the judgeable
+rules were judged, and why the others were not). Without one of those two options the plugin
+adds its options and nothing else: no test, no request.
 
 Registered through the ``pytest11`` entry point, so any pytest in an environment holding the kit
 loads it, also where only the mock is installed (no ``conformance`` extra): at load it imports
@@ -144,3 +145,15 @@ def pytest_collection_modifyitems(
         )
     collector = ConformanceCollector.from_parent(session, name="conformance", nodeid="conformance")
     items.extend(collector.collect())
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The run's rule coverage, as ``conformance run`` ends: how many of the judgeable rules
+    were judged, and how many were not, by why."""
+    found = config.stash.get(_REPORT, None)
+    if found is None or isinstance(found, BaseException):
+        return
+    from conformance.coverage import rule_coverage
+
+    terminalreporter.write_sep("-", "conformance rule coverage")
+    terminalreporter.write_line(f"{found.verdict.upper()}: {rule_coverage(found).headline()}")

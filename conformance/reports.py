@@ -1,7 +1,14 @@
 """Reports of a run: JUnit XML (one test case per check), JSON, and one self-contained HTML page.
 
-Every format states the same totals (:func:`conformance.results.totals`) and folds many failures
-of one rule into the first few, shown in full, and a count of the rest.
+Every format states the same totals (:func:`conformance.results.totals`) and the same rule
+coverage (:func:`conformance.coverage.rule_coverage`), and folds many failures of one rule into
+the first few, shown in full, and a count of the rest.
+
+In JUnit the rule coverage is the ``conformance`` suite's properties (``rulesStated``,
+``rulesJudgeable``, ``rulesJudged``, ``rulesPercent``, ``rulesNotJudged.<category>``) and its
+``<system-out>`` (the headline, then every rule not judged with its reason); the CI gates, when
+the run has any, are a second suite, ``conformance-gates``, with one test case per gate that
+fails when the gate is unmet, so that CI tools show it beside the checks.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import shlex
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from conformance.coverage import Coverage, gates, rule_coverage
 from conformance.results import Failure, Report, group_failures, group_warnings, totals
 
 __all__ = [
@@ -127,8 +135,9 @@ def junit(report: Report) -> ET.Element:
         time=f"{total.duration_seconds:.3f}",
         timestamp=report.started,
     )
+    coverage = rule_coverage(report)
     properties = ET.SubElement(suite, "properties")
-    for name, value in total.to_dict().items():
+    for name, value in [*total.to_dict().items(), *coverage_properties(coverage).items()]:
         ET.SubElement(properties, "property", name=name, value=str(value))
     for result in report.checks:
         case = ET.SubElement(
@@ -155,7 +164,58 @@ def junit(report: Report) -> ET.Element:
             for g in group_warnings(result.warnings)
         ]
         ET.SubElement(case, "system-out").text = "\n".join(out)
+    ET.SubElement(suite, "system-out").text = coverage_text(coverage)
+    checked = gates(report, coverage)
+    if checked:
+        unmet = [gate for gate in checked if not gate.met]
+        gate_suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name="conformance-gates",
+            tests=str(len(checked)),
+            failures=str(len(unmet)),
+            skipped="0",
+            errors="0",
+            time="0.000",
+            timestamp=report.started,
+        )
+        for gate in checked:
+            case = ET.SubElement(
+                gate_suite, "testcase", classname="conformance.gates", name=gate.option
+            )
+            if not gate.met:
+                element = ET.SubElement(case, "failure", message=gate.detail, type="gate")
+                element.text = f"{gate.option}: {gate.detail}"
+            ET.SubElement(case, "system-out").text = gate.detail
     return suites
+
+
+def coverage_properties(coverage: Coverage) -> dict[str, object]:
+    """The rule coverage as JUnit properties."""
+    found: dict[str, object] = {
+        "rulesStated": coverage.stated,
+        "rulesJudgeable": coverage.judgeable,
+        "rulesJudged": coverage.judged,
+        "rulesPercent": coverage.percent,
+        "rulesNotJudged": len(coverage.not_judged),
+    }
+    for category, count in coverage.by_category().items():
+        found[f"rulesNotJudged.{category}"] = count
+    return found
+
+
+def coverage_text(coverage: Coverage) -> str:
+    """The rule coverage as text: the headline, each family, then every rule not judged grouped
+    by its reason."""
+    lines = [coverage.headline(), ""]
+    lines += [
+        f"{name}: {family.judged} of {family.judgeable} judged"
+        for name, family in coverage.families.items()
+    ]
+    for category, reason, entries in coverage.by_reason():
+        lines += ["", f"not judged [{category}] {reason} ({len(entries)}):"]
+        lines += [f"  - ({entry.rule.section}) {entry.rule.text}" for entry in entries]
+    return "\n".join(lines)
 
 
 def write_junit(report: Report, path: Path) -> None:

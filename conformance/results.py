@@ -1,8 +1,10 @@
 """What a run found: failures, warnings and per-check results, gathered in a :class:`Report`.
 
-:func:`totals` is the one count of a run that every format shows (terminal, JUnit, JSON, HTML);
-:func:`group_failures` and :func:`group_warnings` fold the many alike into one entry with a count,
-as every report shows them.
+:func:`totals` is the one count of a run that every format shows (terminal, JUnit, JSON, HTML;
+its rule coverage is :func:`conformance.coverage.rule_coverage`); :func:`group_failures` and
+:func:`group_warnings` fold the many alike into one entry with a count, as every report shows
+them; :func:`root_causes` reads failures of several checks on one operation's one error status as
+one cause; :func:`failed_first` orders checks as every report lists them.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conformance.target import Exchange
+
+if TYPE_CHECKING:
+    from conformance.coverage import Gate
 
 NOTHING_JUDGED = "nothing judged"
 EXIT_NOTHING_JUDGED = 3  # every check skipped: the run judged nothing, so it did not pass
@@ -148,6 +153,9 @@ class Report:
     # the run's target and permissions as `conformance run` options (keys as "$VARIABLES")
     options: list[str] = field(default_factory=list)
     setup_problem: str | None = None  # one line saying what to change (verdict: setup problem)
+    # CI gates (conformance/coverage.py gates): unmet, they make the verdict insufficient coverage
+    min_rule_coverage: float | None = None  # --min-rule-coverage PCT
+    require: list[str] = field(default_factory=list)  # --require CHECK|FAMILY
 
     @property
     def failures(self) -> list[Failure]:
@@ -165,19 +173,34 @@ class Report:
     def verdict(self) -> str:
         """``failed``, ``passed`` (a check judged something and none failed), or ``nothing
         judged``: a run whose every check was skipped has not passed. A run stopped by a
-        ``setup problem`` judged nothing it could stand by."""
+        ``setup problem`` judged nothing it could stand by. A run that broke no rule but missed
+        a CI gate (:attr:`min_rule_coverage`, :attr:`require`) has ``insufficient coverage``;
+        a broken rule, a setup problem and nothing judged say more, and win over it."""
         if self.setup_problem:
             return SETUP_PROBLEM
         if self.failures:
             return "failed"
-        if any(c.status == "passed" for c in self.checks):
-            return "passed"
-        return NOTHING_JUDGED
+        if not any(c.status == "passed" for c in self.checks):
+            return NOTHING_JUDGED
+        if self.unmet_gates():
+            return INSUFFICIENT_COVERAGE
+        return "passed"
 
     @property
     def exit_code(self) -> int:
-        codes = {"passed": 0, "failed": 1, SETUP_PROBLEM: EXIT_SETUP_PROBLEM}
+        codes = {
+            "passed": 0,
+            "failed": 1,
+            SETUP_PROBLEM: EXIT_SETUP_PROBLEM,
+            INSUFFICIENT_COVERAGE: EXIT_INSUFFICIENT_COVERAGE,
+        }
         return codes.get(self.verdict, EXIT_NOTHING_JUDGED)
+
+    def unmet_gates(self) -> list[Gate]:
+        """The CI gates this run missed (none when it has no gates)."""
+        from conformance.coverage import gates
+
+        return [gate for gate in gates(self) if not gate.met]
 
     def result(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)
@@ -186,6 +209,9 @@ class Report:
         return [c.name for c in self.checks if c.failures]
 
     def to_dict(self) -> dict[str, Any]:
+        from conformance.coverage import gates, rule_coverage
+
+        coverage = rule_coverage(self)
         return {
             "target": self.base_url,
             "profile": self.profile,
@@ -202,6 +228,9 @@ class Report:
             "notes": list(self.notes),
             "setupProblem": self.setup_problem,
             "summary": totals(self).to_dict(),
+            "rules": coverage.to_dict(),
+            "gates": [gate.to_dict() for gate in gates(self, coverage)],
+            "rootCauses": [cause.to_dict() for cause in root_causes(self.failures)],
             "checks": [c.to_dict() for c in self.checks],
         }
 
@@ -300,6 +329,11 @@ class FailureGroup:
         return subjects[:limit], max(0, len(subjects) - limit)
 
 
+def failed_first(results: list[CheckResult]) -> list[CheckResult]:
+    """The checks with the failed ones first, each part in the run's order."""
+    return sorted(results, key=lambda r: r.status != "failed")
+
+
 def group_failures(failures: list[Failure], limit: int = SHOWN_PER_RULE) -> list[FailureGroup]:
     """Failures grouped by (check, rule), in the order each group was first seen."""
     groups: dict[tuple[str, str], FailureGroup] = {}
@@ -309,6 +343,73 @@ def group_failures(failures: list[Failure], limit: int = SHOWN_PER_RULE) -> list
             groups[key] = FailureGroup(failure.check, failure.rule, [], limit)
         groups[key].failures.append(failure)
     return list(groups.values())
+
+
+@dataclass
+class RootCause:
+    """Failures of two or more checks on exchanges of one operation that answered one status:
+    most likely one fault of the deployment, read as one cause before the rules it broke."""
+
+    operation: str  # the operation id, else "METHOD /path"
+    method: str
+    path: str  # the path of the first such exchange
+    status: int
+    failures: list[Failure]
+
+    @property
+    def checks(self) -> list[str]:
+        return list(dict.fromkeys(f.check for f in self.failures))
+
+    @property
+    def occurrences(self) -> int:
+        return sum(f.occurrences for f in self.failures)
+
+    @property
+    def label(self) -> str:
+        """``POST /v1/projects`` (with the operation id when it has one: ``createProject
+        (POST /v1/projects)``)."""
+        request = f"{self.method} {self.path}"
+        return request if self.operation == request else f"{self.operation} ({request})"
+
+    def headline(self, limit: int = 8) -> str:
+        """``POST /v1/projects answered 500 in 6 checks: a, b, ...``"""
+        names = self.checks
+        shown = ", ".join(names[:limit]) + (
+            f" and {len(names) - limit} more" if len(names) > limit else ""
+        )
+        return (
+            f"{self.label} answered {self.status} in {len(names)} checks: {shown} "
+            f"({self.occurrences} failure(s))"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "operation": self.operation,
+            "method": self.method,
+            "path": self.path,
+            "status": self.status,
+            "checks": self.checks,
+            "failures": self.occurrences,
+            "summary": self.headline(limit=len(self.checks)),
+        }
+
+
+def root_causes(failures: list[Failure]) -> list[RootCause]:
+    """Failures grouped by the operation and error status (400 and above) of their exchanges,
+    where two or more checks failed on it; the most checks first. A success status is no cause:
+    checks failing on one 200 judged different parts of it."""
+    groups: dict[tuple[str, int], RootCause] = {}
+    for failure in failures:
+        exchange = failure.exchange
+        if exchange is None or exchange.status < 400:
+            continue
+        operation = exchange.operation_id or f"{exchange.method} {exchange.path}"
+        key = (operation, exchange.status)
+        if key not in groups:
+            groups[key] = RootCause(operation, exchange.method, exchange.path, exchange.status, [])
+        groups[key].failures.append(failure)
+    found = [cause for cause in groups.values() if len(cause.checks) >= 2]
+    return sorted(found, key=lambda c: (-len(c.checks), -c.occurrences))
 
 
 _VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|\d+")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -51,6 +52,8 @@ def test_each_check_is_a_test_against_a_deployment(tmp_path: Path):
     assert "FAILED conformance::schema-responses" in out
     assert "getCapabilities" in out and "seed: 3" in out and "curl" in out
     assert "1 failed, 3 passed" in out
+    # the terminal summary ends with the rule coverage, as `conformance run` does
+    assert re.search(r"FAILED: \d+ of \d+ judgeable rules judged \([\d.]+%\); \d+ not judged", out)
 
 
 def test_a_usage_error_stops_the_session(tmp_path: Path):
