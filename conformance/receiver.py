@@ -8,7 +8,8 @@ be observed, or 400, after which no retry may come).
 Against the bundled mock it listens on loopback and its URL is ``http://127.0.0.1:PORT`` (the mock
 runs with ``--allow-private-callbacks``). For a real deployment it listens on
 ``--receiver-listen`` and ``--receiver-url`` names the public HTTPS address (a tunnel or a load
-balancer) that forwards to it.
+balancer) that forwards to it, with the URL's path (``https://tunnel.example/hooks``) kept or
+stripped: a delivery is known by its path below it.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 from starlette.requests import Request
 
+from conformance.target import path_below
 from mockserver.testing import prompt_server
 
 
@@ -61,6 +64,8 @@ class Receiver:
         self.host, port = parse_listen(listen)
         self.port = port or _free_port(self.host)
         self.public_url = public_url.rstrip("/") if public_url else None
+        # A public URL with a path (https://tunnel.example/hooks): a forwarder may keep it.
+        self.public_path = urlsplit(self.public_url).path if self.public_url else ""
         self.deliveries: list[Delivery] = []
         self.policies: dict[str, Policy] = {}
         self._changed = threading.Condition()
@@ -137,7 +142,7 @@ class Receiver:
             return
         body = await Request(scope, receive).body()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        path = scope["path"]
+        path = path_below(scope["path"], self.public_path)  # the path it was routed as
         policy = self.policies.get(path)
         with self._changed:
             seen = [d for d in self.deliveries if d.path == path]

@@ -116,11 +116,15 @@ class Exchange:
     provoked: bool = False
     check: str | None = None
     masks: dict[str, str] = field(default_factory=dict, repr=False)
+    base_path: str = ""  # the path of the target's base URL (``/gw``); "" at the host's root
     _json: Any = field(default=_UNSET, repr=False)
 
     @property
     def path(self) -> str:
-        return urlsplit(self.url).path
+        """The path the contract names (``/v1/jobs/j1``): the URL's path below the target's
+        base path, so that it matches the contract's templates behind a gateway's prefix too
+        (the whole URL is :attr:`url`)."""
+        return path_below(self.url, self.base_path)
 
     def header(self, name: str) -> str | None:
         return self.response_headers.get(name.lower())
@@ -196,6 +200,14 @@ class Exchange:
             },
             "curl": self.curl(),
         }
+
+
+def path_below(url: str, base_path: str) -> str:
+    """The path of ``url`` below ``base_path`` (``/gw/v1/jobs`` below ``/gw``: ``/v1/jobs``);
+    the URL's whole path when it is not below it."""
+    path = urlsplit(url).path
+    rest = path.removeprefix(base_path)
+    return rest if base_path and rest.startswith("/") else path
 
 
 class MockControl:
@@ -308,6 +320,7 @@ class Target:
         client: httpx.Client | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.base_path = urlsplit(self.base_url).path  # a gateway's prefix; "" at the root
         self.api_key = api_key
         self.second_key = second_key
         self.restricted_key = restricted_key  # a lower role in the workspace of api_key
@@ -526,6 +539,7 @@ class Target:
             provoked=provoked,
             check=self.current_check,
             masks=self._masks,
+            base_path=self.base_path,
         )
         self.exchanges.append(exchange)
         for observer in self.observers:

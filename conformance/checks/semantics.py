@@ -105,16 +105,20 @@ def defaults_applied(ctx: Context) -> None:
         read = _find_op(ctx, "GET", op.path) if op.method == "PUT" else None
         if read is not None and ctx.why_not_send(read) is None:
             params = _path_values(op, exchange)
+            if params is None:
+                ctx.skip(f"not read back: the path sent is not one of {op.path}")
+                continue
             _judge_defaults(ctx, op, defaults, ctx.call(read, path_parameters=params), "read-back")
 
 
-def _path_values(op: Operation, exchange: Exchange) -> dict[str, str]:
-    """The path parameters ``exchange`` was sent with, named as ``op`` names them."""
+def _path_values(op: Operation, exchange: Exchange) -> dict[str, str] | None:
+    """The path parameters ``exchange`` was sent with, named as ``op`` names them (None: its
+    path is not one of ``op``'s)."""
     names = [p.name for p in op.path_parameters]
     template = _TEMPLATE.sub("([^/]+)", re.escape(op.path).replace(r"\{", "{").replace(r"\}", "}"))
     match = re.fullmatch(template, exchange.path)
     if match is None:
-        return {}
+        return None
     from urllib.parse import unquote
 
     return {name: unquote(value) for name, value in zip(names, match.groups(), strict=False)}
