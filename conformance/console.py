@@ -16,7 +16,14 @@ from rich.table import Table
 
 from conformance.checks import Check
 from conformance.reports import failure_text, rerun_command
-from conformance.results import Report, Totals, group_failures, group_warnings, totals
+from conformance.results import (
+    SETUP_PROBLEM,
+    Report,
+    Totals,
+    group_failures,
+    group_warnings,
+    totals,
+)
 
 _STYLES = {"passed": "green", "failed": "bold red", "skipped": "dim"}
 SHOWN_ON_TERMINAL = 3  # failures of one rule printed in full; the reports hold more
@@ -119,9 +126,11 @@ def print_report(console: Console, report: Report) -> None:
 
 def totals_line(total: Totals) -> str:
     """The run's totals in one line (rich markup)."""
-    verdict = {"passed": "[green]PASSED[/]", "failed": "[bold red]FAILED[/]"}.get(
-        total.verdict, "[yellow]NOTHING JUDGED[/] (every check was skipped)"
-    )
+    verdict = {
+        "passed": "[green]PASSED[/]",
+        "failed": "[bold red]FAILED[/]",
+        SETUP_PROBLEM: "[bold yellow]SETUP PROBLEM[/] (nothing judged)",
+    }.get(total.verdict, "[yellow]NOTHING JUDGED[/] (every check was skipped)")
     return (
         f"{verdict}: checks {total.checks_passed} passed, {total.checks_failed} failed, "
         f"{total.checks_skipped} skipped; {total.requests} requests made; "

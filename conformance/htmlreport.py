@@ -48,6 +48,7 @@ pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-b
 margin:.3rem 0}
 h4{margin:.9rem 0 .2rem}h5{margin:.6rem 0 .1rem}blockquote{color:#57606a;margin:.3rem 1rem}
 a.up{font-size:.8rem;font-weight:normal}
+p.setup{border-left:4px solid #bf8700;background:#fff8c5;padding:.5rem 1rem}
 td:first-child{white-space:nowrap}
 """
 
@@ -79,6 +80,7 @@ def page(report: Report) -> str:
             f"<style>{_STYLE}</style></head><body>",
             f"<h1>Conformance report: <span class={_css(total.verdict)}>{escape(verdict)}</span>"
             "</h1>",
+            _setup_problem(report),
             _totals(total),
             f"<p class=subject>Started {escape(report.started or 'unknown')}"
             f"{'; allow-spend' if report.allow_spend else ''}"
@@ -91,6 +93,15 @@ def page(report: Report) -> str:
             *(_check_failures(report, r) for r in failed),
             "</body></html>",
         ]
+    )
+
+
+def _setup_problem(report: Report) -> str:
+    if not report.setup_problem:
+        return ""
+    return (
+        "<p class=setup id=setup-problem><strong>Setup problem</strong> (no check was judged; "
+        f"this is not a conformance failure): {escape(report.setup_problem)}</p>"
     )
 
 
