@@ -91,7 +91,7 @@ class RunConfig:
     wait_cap: float = 120.0  # the longest single wait for a real deployment's Retry-After
     document: dict[str, Any] | None = None  # the contract (default: the bundled spec)
     sleep: Callable[[float], None] = time.sleep
-    on_event: Listener | None = None
+    on_event: Listener | None = None  # also told ("preflight", Preflight) before any check
 
     @property
     def is_mock(self) -> bool:

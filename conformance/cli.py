@@ -271,12 +271,8 @@ def command_run(args: argparse.Namespace) -> int:
                 report = run(config)
         else:
             report = run(config)
-    except UsageError as exc:
-        print(f"conformance: error: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    except TargetUnreachable as exc:
-        print(f"conformance: the target is unreachable: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+    except (UsageError, TargetUnreachable) as exc:
+        return cannot_run(exc)
     if report.setup_problem:  # the findings are printed; the reports say it too
         print(f"conformance: setup problem: {report.setup_problem}", file=sys.stderr)
         return report.exit_code
@@ -284,16 +280,22 @@ def command_run(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def cannot_run(exc: Exception) -> int:
+    """A usage error, or a target that never answered (the bundled mock would not start):
+    one line on stderr, exit status 2."""
+    if isinstance(exc, TargetUnreachable):
+        print(f"conformance: the target is unreachable: {exc}", file=sys.stderr)
+    else:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+    return USAGE_ERROR
+
+
 def command_preflight(args: argparse.Namespace) -> int:
     """Print what the preflight finds; 0, or 2 with one line on stderr saying what to change."""
     try:
         found = check_setup(config_from(args))
-    except UsageError as exc:
-        print(f"conformance: error: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    except TargetUnreachable as exc:
-        print(f"conformance: the target is unreachable: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+    except (UsageError, TargetUnreachable) as exc:
+        return cannot_run(exc)
     for line in found.findings:
         print(f"preflight: {line}")
     print(f"preflight: {found.requests} request{'' if found.requests == 1 else 's'} sent")
