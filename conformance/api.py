@@ -8,9 +8,14 @@ Example::
                            seed=1, only=["envelope", "auth"]))
     print(report.exit_code, report.failed_checks())
 
-``run`` raises :class:`UsageError` for a configuration that cannot run and
-:class:`TargetUnreachable` when the deployment does not answer at all (the command line turns both
-into exit status 2); every finding of a run that did reach the deployment is in the report.
+``run`` raises :class:`UsageError` for a configuration that cannot run, and
+:class:`TargetUnreachable` when the bundled mock would not start or the deployment stops
+answering mid-run (the command line turns both into exit status 2). Before any check it runs the
+preflight (conformance/preflight.py): a setup it cannot judge (a deployment that does not
+answer, a key of the wrong kind, a rate window that never moves ...) is a report whose
+``setup_problem`` says what to change (verdict "setup problem", exit status 2), with no check
+judged; so is a rate window found stuck during the run. Every finding of a run is in the
+report.
 The command line (``conformance run``) and the pytest plugin both call this function.
 
 With ``workers=N`` (conformance/workers.py) the checks run in other processes (forks of
@@ -37,14 +42,15 @@ from urllib.parse import urlsplit
 from conformance.checks import Check, SelectionError, all_checks, select, shard
 from conformance.contract import Contract
 from conformance.mockprocess import START_SECONDS, MockProcess, MockStartError, fixture_keys
+from conformance.preflight import Preflight, preflight
 from conformance.profiles import PROFILES
 from conformance.receiver import parse_listen
 from conformance.results import CheckResult, Report
 from conformance.runner import Listener, Session, run_checks
 from conformance.sandboxes import Where, mock_where, sandboxed
-from conformance.target import Target, TargetUnreachable, Wait
+from conformance.target import SetupProblem, Target, TargetUnreachable, Wait
 
-__all__ = ["RunConfig", "TargetUnreachable", "UsageError", "run"]
+__all__ = ["RunConfig", "TargetUnreachable", "UsageError", "check_setup", "run"]
 
 #: The checks that drive the key into 429 on purpose: never beside other workers on one key.
 RATE_LIMIT_PROBES = ("rate-limit",)
@@ -115,6 +121,8 @@ def validate(config: RunConfig) -> list[Check]:
             raise UsageError("--api-key is required with --base-url")
         if config.restricted_key and config.restricted_key == config.api_key:
             raise UsageError("--restricted-key must be another key than --api-key")
+        if config.second_key and config.second_key == config.api_key:
+            raise UsageError("--second-key must be a key of another workspace than --api-key")
         if config.receiver_url and not _acceptable_receiver(config.receiver_url):
             raise UsageError("--receiver-url must be an https URL a deployment can reach")
     if config.effective_profile not in PROFILES:
@@ -268,13 +276,36 @@ def run(config: RunConfig) -> Report:
             min_rule_coverage=config.min_rule_coverage,
             require=list(config.require),
         )
-        outcome = _run_at(config, where, checks, seed)
-    report.checks = outcome.results
-    report.requests = outcome.requests
-    report.notes = outcome.notes
+        found = preflight(config, where, checks)
+        if config.on_event is not None:
+            config.on_event("preflight", found)
+        if found.ok:
+            outcome = _run_at(_after(config, found), where, checks, seed)
+        else:
+            outcome = Outcome([], setup_problem=found.problem)
+    report.setup_problem = outcome.setup_problem
+    report.checks = [] if report.setup_problem else outcome.results  # none judged as set up
+    report.requests = found.requests + outcome.requests
+    report.notes = [f"preflight: {line}" for line in found.findings] + outcome.notes
     report.duration_seconds = time.monotonic() - started
     write_reports(report, config)
     return report
+
+
+def check_setup(config: RunConfig) -> Preflight:
+    """The preflight alone (``conformance preflight``): what a run with ``config`` would find
+    before its first check. :class:`UsageError` as :func:`run`."""
+    checks = validate(config)
+    seed = config.seed if config.seed is not None else random.randrange(2**31)
+    with _deployment(config, seed) as where:
+        return preflight(config, where, checks)
+
+
+def _after(config: RunConfig, found: Preflight) -> RunConfig:
+    """The run's configuration after the preflight: its requests came out of --max-requests."""
+    if config.max_requests is None:
+        return config
+    return replace(config, max_requests=max(1, config.max_requests - found.requests))
 
 
 @contextmanager
@@ -334,6 +365,7 @@ class Outcome:
     results: list[CheckResult]
     requests: int = 0
     notes: list[str] = field(default_factory=list)
+    setup_problem: str | None = None  # the run stopped: it cannot judge as set up
 
 
 def execute(
@@ -374,6 +406,8 @@ def execute(
         if target.control is not None:
             target.control.reset()
         results = run_checks(session, checks, on_event)
+    except SetupProblem as exc:  # a rate window found stuck mid-run (target.py)
+        return Outcome([], target.count, list(target.notes), setup_problem=str(exc))
     finally:
         session.close()
         target.close()

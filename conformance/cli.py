@@ -1,8 +1,9 @@
 """``conformance``: run the conformance suite against a deployment.
 
-Exit status: 0 when every check passes, 1 when any fails, 2 for a usage error, an unreachable
-target or a setup problem, 3 when nothing was judged, 4 when no rule was broken but a CI gate
-(--min-rule-coverage, --require) was not met.
+Exit status: 0 when every check passes, 1 when any fails, 2 for a usage error or a setup
+problem (the preflight's, or one found during the run: an unreachable target, a key of the
+wrong kind, a rate window that does not move ...), 3 when nothing was judged, 4 when no rule
+was broken but a CI gate (--min-rule-coverage, --require) was not met.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from contextlib import nullcontext
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 from conformance.gcpolicy import collect_less_often
 
@@ -31,7 +33,14 @@ try:
     from rich.console import Console
 
     from conformance import __version__
-    from conformance.api import RunConfig, TargetUnreachable, UsageError, run, validate
+    from conformance.api import (
+        RunConfig,
+        TargetUnreachable,
+        UsageError,
+        check_setup,
+        run,
+        validate,
+    )
     from conformance.checks import Check, all_checks
     from conformance.console import ProgressDisplay, print_report
     from conformance.profiles import PROFILES
@@ -62,6 +71,48 @@ def build_parser() -> argparse.ArgumentParser:
         "rule broken, a CI gate unmet). The verdict line says how many of the judgeable rules "
         "were judged, and why the others were not.",
     )
+    add_run_options(run_parser)
+    out = run_parser.add_argument_group("reports")
+    out.add_argument("--junit-xml", type=Path, metavar="PATH")
+    out.add_argument("--report-json", type=Path, metavar="PATH")
+    out.add_argument("--report-html", type=Path, metavar="PATH")
+    out.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress: neither the progress bar on a terminal nor, elsewhere (a CI log), "
+        "the lines as each check starts and ends, each wait over 5 s and at least every 30 s; "
+        "the report is printed all the same",
+    )
+    out.add_argument("--no-progress", action="store_true", help="the same as --quiet")
+
+    preflight_parser = commands.add_parser(
+        "preflight",
+        help="check the setup a run would have (reachability, keys, rate limit, receiver, mock) "
+        "and exit 0, or 2 with one line saying what to change",
+    )
+    add_run_options(preflight_parser)
+    preflight_parser.set_defaults(junit_xml=None, report_json=None, report_html=None)
+
+    commands.add_parser("list-checks", help="name every check with a one-line description")
+    rules_parser = commands.add_parser(
+        "rules", help="every stated rule of the interface document and the checks that judge it"
+    )
+    rules_parser.add_argument("--check", metavar="CHECK", help="only the rules CHECK judges")
+
+    verify_parser = commands.add_parser(
+        "verify-signature", help="verify one webhook delivery offline"
+    )
+    verify_parser.add_argument("--secret", required=True, help="the signing secret")
+    verify_parser.add_argument("--timestamp", required=True, help="X-Service-Timestamp")
+    verify_parser.add_argument("--signature", required=True, help="X-Service-Signature")
+    verify_parser.add_argument(
+        "--body-file", required=True, type=Path, help="the raw body bytes as received"
+    )
+    return parser
+
+
+def add_run_options(run_parser: argparse.ArgumentParser) -> None:
+    """The options that say what a run targets and how (``run`` and ``preflight`` share them)."""
     target = run_parser.add_argument_group("target")
     target.add_argument("--base-url", metavar="URL", help="the deployment, e.g. https://api.x")
     target.add_argument("--api-key", metavar="KEY", help="a workspace API key")
@@ -194,35 +245,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long to wait for deliveries from a real deployment (default %(default)s)",
     )
-    out = run_parser.add_argument_group("reports")
-    out.add_argument("--junit-xml", type=Path, metavar="PATH")
-    out.add_argument("--report-json", type=Path, metavar="PATH")
-    out.add_argument("--report-html", type=Path, metavar="PATH")
-    out.add_argument(
-        "--quiet",
-        action="store_true",
-        help="no progress: neither the progress bar on a terminal nor, elsewhere (a CI log), "
-        "the lines as each check starts and ends, each wait over 5 s and at least every 30 s; "
-        "the report is printed all the same",
-    )
-    out.add_argument("--no-progress", action="store_true", help="the same as --quiet")
-
-    commands.add_parser("list-checks", help="name every check with a one-line description")
-    rules_parser = commands.add_parser(
-        "rules", help="every stated rule of the interface document and the checks that judge it"
-    )
-    rules_parser.add_argument("--check", metavar="CHECK", help="only the rules CHECK judges")
-
-    verify_parser = commands.add_parser(
-        "verify-signature", help="verify one webhook delivery offline"
-    )
-    verify_parser.add_argument("--secret", required=True, help="the signing secret")
-    verify_parser.add_argument("--timestamp", required=True, help="X-Service-Timestamp")
-    verify_parser.add_argument("--signature", required=True, help="X-Service-Signature")
-    verify_parser.add_argument(
-        "--body-file", required=True, type=Path, help="the raw body bytes as received"
-    )
-    return parser
 
 
 def config_from(args: argparse.Namespace) -> RunConfig:
@@ -273,16 +295,23 @@ def command_run(args: argparse.Namespace) -> int:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     display = None if args.quiet or args.no_progress else progress_for(console, checks)
-    config.on_event = display
+
+    def listen(event: str, payload: Any) -> None:
+        if event == "preflight":
+            for line in payload.findings:
+                console.print(f"preflight: {line}", markup=False, highlight=False)
+        if display is not None:
+            display(event, payload)
+
+    config.on_event = listen
     try:
         with display or nullcontext():
             report = run(config)
-    except UsageError as exc:
-        print(f"conformance: error: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    except TargetUnreachable as exc:
-        print(f"conformance: the target is unreachable: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+    except (UsageError, TargetUnreachable) as exc:
+        return cannot_run(exc)
+    if report.setup_problem:  # the findings are printed; the reports say it too
+        print(f"conformance: setup problem: {report.setup_problem}", file=sys.stderr)
+        return report.exit_code
     print_report(console, report)
     return report.exit_code
 
@@ -292,6 +321,32 @@ def progress_for(console: Console, checks: list[Check]) -> ProgressDisplay | Pro
     if console.is_terminal and sys.stdout.isatty():
         return ProgressDisplay(console, checks)
     return ProgressLog(sys.stdout, checks)
+
+
+def cannot_run(exc: Exception) -> int:
+    """A usage error, or a target that never answered (the bundled mock would not start):
+    one line on stderr, exit status 2."""
+    if isinstance(exc, TargetUnreachable):
+        print(f"conformance: the target is unreachable: {exc}", file=sys.stderr)
+    else:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def command_preflight(args: argparse.Namespace) -> int:
+    """Print what the preflight finds; 0, or 2 with one line on stderr saying what to change."""
+    try:
+        found = check_setup(config_from(args))
+    except (UsageError, TargetUnreachable) as exc:
+        return cannot_run(exc)
+    for line in found.findings:
+        print(f"preflight: {line}")
+    print(f"preflight: {found.requests} request{'' if found.requests == 1 else 's'} sent")
+    if found.problem:
+        print(f"conformance: setup problem: {found.problem}", file=sys.stderr)
+        return USAGE_ERROR
+    print("preflight: ready: a run can judge this target as set up")
+    return 0
 
 
 def command_list_checks() -> int:
@@ -351,6 +406,8 @@ def main(argv: list[str] | None = None) -> None:
     collect_less_often()  # this process is the suite's own (conformance/gcpolicy.py)
     if args.command == "run":
         status = command_run(args)
+    elif args.command == "preflight":
+        status = command_preflight(args)
     elif args.command == "list-checks":
         status = command_list_checks()
     elif args.command == "rules":

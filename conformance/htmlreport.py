@@ -58,6 +58,7 @@ pre{background:#f6f8fa;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-b
 margin:.3rem 0}
 h4{margin:.9rem 0 .2rem}h5{margin:.6rem 0 .1rem}blockquote{color:#57606a;margin:.3rem 1rem}
 a.up{font-size:.8rem;font-weight:normal}
+p.setup{border-left:4px solid #bf8700;background:#fff8c5;padding:.5rem 1rem}
 td:first-child{white-space:nowrap}
 section#coverage{border:1px solid #d0d7de;border-radius:6px;padding:.4rem 1rem;margin:.8rem 0}
 p.headline{font-size:1.3rem;font-weight:600;margin:.4rem 0}
@@ -100,6 +101,7 @@ def page(report: Report) -> str:
             f"<style>{_STYLE}</style></head><body>",
             f"<h1>Conformance report: <span class={_css(total.verdict)}>{escape(verdict)}</span>"
             "</h1>",
+            _setup_problem(report),
             _coverage(coverage, gates(report, coverage)),
             _totals(total),
             f"<p class=subject>Started {escape(report.started or 'unknown')}"
@@ -115,6 +117,15 @@ def page(report: Report) -> str:
             _not_judged(coverage),
             "</body></html>",
         ]
+    )
+
+
+def _setup_problem(report: Report) -> str:
+    if not report.setup_problem:
+        return ""
+    return (
+        "<p class=setup id=setup-problem><strong>Setup problem</strong> (no check was judged; "
+        f"this is not a conformance failure): {escape(report.setup_problem)}</p>"
     )
 
 

@@ -109,6 +109,10 @@ class CheckItem(pytest.Item):
         found = stash[_REPORT]
         if isinstance(found, BaseException):
             raise ConformanceFailure(f"the suite could not run: {found}")
+        if found.setup_problem:
+            raise ConformanceFailure(
+                f"the suite could not run: setup problem: {found.setup_problem}"
+            )
         return found
 
     def runtest(self) -> None:

@@ -128,10 +128,10 @@ def junit(report: Report) -> ET.Element:
         suites,
         "testsuite",
         name="conformance",
-        tests=str(total.checks),
+        tests=str(total.checks + (1 if report.setup_problem else 0)),
         failures=str(total.checks_failed),
         skipped=str(total.checks_skipped),
-        errors="0",
+        errors="1" if report.setup_problem else "0",
         time=f"{total.duration_seconds:.3f}",
         timestamp=report.started,
     )
@@ -139,6 +139,13 @@ def junit(report: Report) -> ET.Element:
     properties = ET.SubElement(suite, "properties")
     for name, value in [*total.to_dict().items(), *coverage_properties(coverage).items()]:
         ET.SubElement(properties, "property", name=name, value=str(value))
+    if report.setup_problem:  # one errored case: the run could not judge, nothing failed
+        case = ET.SubElement(suite, "testcase", classname="conformance.setup", name="preflight")
+        error = ET.SubElement(
+            case, "error", message=f"setup problem: {report.setup_problem}", type="setup problem"
+        )
+        error.text = f"setup problem: {report.setup_problem}\n(no check was judged)"
+        ET.SubElement(case, "system-out").text = "\n".join(report.notes)
     for result in report.checks:
         case = ET.SubElement(
             suite, "testcase", classname=f"conformance.{result.family}", name=result.name

@@ -24,7 +24,7 @@ from conformance.receiver import Receiver
 from conformance.requestcheck import RequestChecker
 from conformance.responses import ResponseChecker
 from conformance.results import CheckResult, Failure, Warning_
-from conformance.target import BudgetExhausted, Exchange, Target, TargetUnreachable
+from conformance.target import BudgetExhausted, Exchange, SetupProblem, Target, TargetUnreachable
 
 CAPABILITY_UNAVAILABLE = "capability unavailable"
 BUDGET_USED_UP = "request budget used up"
@@ -403,6 +403,8 @@ def run_one(session: Session, check: Check, result: CheckResult) -> None:
         ctx.skip(BUDGET_USED_UP)
     except TargetUnreachable as exc:
         ctx.fail("transport", f"the deployment did not answer: {exc}")
+    except SetupProblem:  # the run cannot judge as set up: it ends (api.run), judging nothing
+        raise
     except Exception as exc:  # one crashing check does not end the run
         ctx.fail("crash", f"the check crashed: {exc!r}", trace=traceback.format_exc())
     finally:

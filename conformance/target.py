@@ -7,6 +7,9 @@
   reset, and it honours ``429`` and ``503 upstream_unavailable`` ``Retry-After`` (against the
   bundled mock by moving the mock's manual clock through the control plane; against a real
   deployment by sleeping, capped, and saying so in the run's notes);
+* never waits forever: against a real deployment, a ``429`` after :data:`STUCK_AFTER` honoured
+  ``Retry-After`` waits in a row for one key is a :class:`SetupProblem` (the rate window does
+  not move), not one more wait;
 * records every exchange, so that a failure can show the request, the response and a curl
   command (with the API keys masked as ``${API_KEY}`` and ``${SECOND_API_KEY}``);
 * tells its observers about every exchange (the envelope and response checks run there).
@@ -96,6 +99,14 @@ class Wait:
 
 AUTH_KINDS = ("primary", "second", "restricted", "none", "malformed", "unknown", "custom")
 KEYED = ("primary", "second", "restricted")  # the identities a run holds a key of
+KEY_OPTIONS = {"primary": "--api-key", "second": "--second-key", "restricted": "--restricted-key"}
+
+#: Honoured ``Retry-After`` waits in a row for one key, with nothing but ``429`` between, after
+#: which another ``429`` means the deployment's rate window does not move (a mock on a manual
+#: clock reached without its control plane, or another client draining the bucket): three
+#: waits are enough to tell that from a busy window, and bound the time lost to it (each wait
+#: capped at ``wait_cap``).
+STUCK_AFTER = 3
 
 
 @dataclass
@@ -345,6 +356,7 @@ class Target:
         self.answered = False  # whether the deployment ever answered
         self.on_wait: Callable[[Wait], None] | None = None  # told before every wait
         self._reset_at: dict[str, tuple[float, int]] = {}  # identity -> (seen at, reset seconds)
+        self._honoured: dict[str, list[int]] = {}  # identity -> waits since a non-429
         self._masks = {api_key: "${API_KEY}"}
         if second_key:
             self._masks[second_key] = "${SECOND_API_KEY}"
@@ -489,14 +501,33 @@ class Target:
             exchange = self._send_once(method, url, headers, body, operation_id, auth, provoked)
             if auth in KEYED:
                 self._remember_window(auth, exchange)
+                self._judge_window_moves(auth, exchange)
             if not retry or not self._should_retry(exchange):
                 break
             seconds = exchange.header("retry-after") or ""
             delay = int(seconds) if seconds.isdigit() else 1
             self._reset_at.pop(auth, None)
+            if exchange.status == 429 and auth in KEYED and self.control is None:
+                self._honoured.setdefault(auth, []).append(delay)
             self.wait(delay, f"Retry-After on {exchange.status} {exchange.code or ''}".strip())
         assert exchange is not None
         return exchange
+
+    def _judge_window_moves(self, identity: str, exchange: Exchange) -> None:
+        """:class:`SetupProblem` on a ``429`` after :data:`STUCK_AFTER` honoured waits in a row
+        for ``identity``; any other answer starts the count again."""
+        if exchange.status != 429:
+            self._honoured.pop(identity, None)
+            return
+        waits = self._honoured.get(identity, [])
+        if len(waits) >= STUCK_AFTER:
+            waited = " + ".join(f"{min(w, self.wait_cap):g}" for w in waits)
+            raise SetupProblem(
+                f"the rate window does not move: {KEY_OPTIONS[identity]} still gets 429 after "
+                f"{len(waits)} Retry-After waits in a row ({waited} s): reach a mock on --clock "
+                "manual with --mock-url (its control plane moves the clock), or give the suite a "
+                "caller whose rate limit no other client uses"
+            )
 
     @staticmethod
     def _should_retry(exchange: Exchange) -> bool:

@@ -312,7 +312,8 @@ def merge(checks: list[Check], workers: list[Worker], seed: int) -> Outcome:
         w.done.requests if w.done else sum(r.requests for r in w.ended.values()) for w in workers
     )
     notes = [note for w in workers if w.done for note in w.done.notes]
-    return Outcome(results, requests, list(dict.fromkeys(notes)))
+    stuck = next((w.done.setup_problem for w in workers if w.done and w.done.setup_problem), None)
+    return Outcome(results, requests, list(dict.fromkeys(notes)), setup_problem=stuck)
 
 
 def merge_observer(check: Check, parts: list[list[CheckResult]]) -> CheckResult:
@@ -391,7 +392,7 @@ def work(job: Job, conn: Connection) -> None:
         with world(job, send) as where:
             outcome = execute(job.config, where, checks, job.seed, forward)
         observers = [r for r, c in zip(outcome.results, checks, strict=True) if c.observe]
-        send("done", Outcome(observers, outcome.requests, outcome.notes))
+        send("done", replace(outcome, results=observers))
     except TargetUnreachable as exc:
         send("unreachable", str(exc))
     except BaseException:

@@ -141,7 +141,7 @@ def test_a_deployment_that_does_not_lock_is_a_skip_not_a_pass(mock: Served):
     )
 
 
-def test_an_invalid_restricted_key_is_a_skip(mock: Served):
+def test_an_invalid_restricted_key_is_a_setup_problem(mock: Served):
     report = run_quietly(
         mock_url=mock.base_url,
         sandbox=False,  # the mock's base world, where --restricted-key may be given
@@ -149,9 +149,8 @@ def test_an_invalid_restricted_key_is_a_skip(mock: Served):
         only=["auth-forbidden-role"],
         max_requests=50,
     )
-    check = result(report, "auth-forbidden-role")
-    assert check.status == "skipped"
-    assert "--restricted-key answered 401 on a read: it is not a valid key" in check.skipped
+    assert report.exit_code == 2 and not report.checks  # the preflight's, before any check
+    assert report.setup_problem and "--restricted-key is refused" in report.setup_problem
 
 
 def test_allow_faults_uses_a_fault_hook_the_deployment_offers(mock: Served):

@@ -75,8 +75,9 @@ def test_shards_against_one_mock_run_each_check_once_each_in_its_own_sandbox():
     for report in reports:
         assert {c.name for c in full if c.observe is not None} <= {c.name for c in report.checks}
         assert report.exit_code == 0, [f"{f.check}: {f.message}" for f in report.failures]
-    # each shard made a sandbox of its own through the control plane, and ended it
-    assert len(watch.seen) == SHARDS and left == [] and ended == {404}
+    # each shard made a sandbox of its own through the control plane (and its preflight one
+    # more, for its own requests), and ended them
+    assert len(watch.seen) == 2 * SHARDS and left == [] and ended == {404}
     # the base world saw no request made with a key (nor any spending); the only requests it
     # answered are those without a usable key, which no mock can place in a sandbox
     assert journal, "requests without a key reach the base world"

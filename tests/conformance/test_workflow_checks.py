@@ -47,6 +47,11 @@ CAUGHT = {
 LONG_VIDEO = "https://videos.example.com/cooking/breakfast-burritos"  # 181 s in the mock
 
 
+#: The mock reached as a plain deployment keeps its manual clock, so that its rate window
+#: never moves: a limit the runs never reach (else the preflight stops them, rightly).
+PLAIN_RATE = 10_000
+
+
 def _plain(base_url: str, **options: object) -> Report:
     """A run against the mock reached as a plain deployment: no control plane, real waits
     (made instant here)."""
@@ -93,7 +98,7 @@ def test_each_check_fails_against_its_defect(name: str):
 
 
 def test_without_the_control_plane_the_mock_only_parts_are_skipped_with_their_reasons():
-    with live_mock() as mock:
+    with live_mock(rate_limit=PLAIN_RATE) as mock:
         report = _plain(mock.base_url, only=list(CHECKS))
     legacy = report.result("pagination-legacy-projects-cursor")
     assert legacy.status == "skipped" and set(legacy.skipped) == {LEGACY_NEEDS_MOCK}
@@ -116,7 +121,7 @@ def test_without_the_control_plane_the_mock_only_parts_are_skipped_with_their_re
 
 
 def test_a_long_video_url_is_judged_against_a_deployment():
-    with live_mock() as mock:
+    with live_mock(rate_limit=PLAIN_RATE) as mock:
         report = _plain(mock.base_url, only=["workflows-remix-pricing"], long_video_url=LONG_VIDEO)
     remix = report.result("workflows-remix-pricing")
     assert remix.status == "passed" and remix.passed == 4  # refused, and nothing charged
@@ -124,7 +129,7 @@ def test_a_long_video_url_is_judged_against_a_deployment():
 
 
 def test_without_allow_spend_nothing_is_sent():
-    with live_mock() as mock:
+    with live_mock(rate_limit=PLAIN_RATE) as mock:
         report = _plain(mock.base_url, only=list(CHECKS), allow_spend=False)
     for name, reason in (
         ("workflows-autopilot-paused", NEEDS_CREATE),
