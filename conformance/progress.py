@@ -191,6 +191,8 @@ class ProgressLog:
                 self._count(payload.check, 1)
             elif event == "requests":
                 self._count(payload.check, payload.count)
+            elif event == "preflight":  # its requests count in the run's, before any check
+                self._count(None, payload.requests)
             elif event == "wait":
                 self.waits[payload.check] = payload
                 if payload.seconds > WAIT_SHOWN:
