@@ -345,7 +345,7 @@ def autopilot_paused(ctx: Context) -> None:
         _judge_paused(ctx, autopilots, channel, waiting, failed)
         enabled = autopilots.set(channel, True)
         if not _ok(enabled):
-            raise Skip(f"the autopilot of {channel} could not be enabled ({enabled.status})")
+            raise Skip(f"the autopilot of {channel} could not be enabled ({enabled.answered})")
         _judge_enabled(ctx, autopilots, channel)
         mine = waiting if waiting and waiting.get("channelId") == channel else None
         _judge_governance(ctx, channel, mine)
@@ -362,7 +362,7 @@ def _judge_paused(
 ) -> None:
     paused = autopilots.set(channel, False)
     if not _ok(paused):
-        raise Skip(f"the autopilot of {channel} could not be paused ({paused.status})")
+        raise Skip(f"the autopilot of {channel} could not be paused ({paused.answered})")
     before = balance(ctx)
     run = _start_run(ctx, channel)
     if _daily_limit(run):
