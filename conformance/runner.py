@@ -19,7 +19,7 @@ from typing import Any
 from conformance.checks import Check
 from conformance.contract import Contract, Operation
 from conformance.generation import Generator, Prepared, prepare
-from conformance.idpool import IdPool
+from conformance.idpool import IdPool, own_ids
 from conformance.receiver import Receiver
 from conformance.requestcheck import RequestChecker
 from conformance.responses import ResponseChecker
@@ -315,11 +315,12 @@ class Context:
         return prepared
 
     def _fix_body(self, body: dict[str, Any]) -> None:
-        # Generated work is filed under a project the workspace owns; callbacks go nowhere.
+        # Generated work is filed under a project the workspace owns (one created for the check
+        # where it has none and writes are allowed); callbacks go nowhere.
         body.pop("callbackUrl", None)
         body.pop("callbackSecret", None)
         if "projectId" in body:
-            ids = self.session.ids.ids_for("projectId")
+            ids = own_ids(self, "projectId")
             if ids:
                 body["projectId"] = ids[0]
 

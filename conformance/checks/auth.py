@@ -19,6 +19,7 @@ from conformance.checks import check
 from conformance.checks.idempotency import balance
 from conformance.contract import Operation
 from conformance.generation import Prepared
+from conformance.idpool import missing_path_parameter, own_path_parameters
 from conformance.runner import INFERRED_OPERATION, Context, Skip
 from conformance.target import MockControl
 
@@ -393,6 +394,14 @@ def _create_attempt(ctx: Context, op: Operation) -> Attempt | None:
         return sorted(str(i.get("id")) for i in items if i.get("name") == name)
 
     accounts = [i["connectedAccountId"] for i in page() or [] if i.get("connectedAccountId")]
+    body_fields = ctx.held.flatten(op.body_schema)["properties"] if op.body_schema else {}
+    if "connectedAccountId" in body_fields and not accounts:
+        # The interface lists no connected accounts: a made-up one is rightly answered 404.
+        ctx.skip(
+            f"no connected account of this workspace is known (no record of {op.path} names "
+            f"one): {op.label} not judged"
+        )
+        return None
 
     def update(body: Any) -> Any:
         if isinstance(body, dict):
@@ -411,9 +420,9 @@ def _create_attempt(ctx: Context, op: Operation) -> Attempt | None:
 def _change_attempt(ctx: Context, op: Operation) -> Attempt | None:
     """A change of an existing resource of the workspace (an autopilot PUT enables, so it is
     never a mere pause); and how to read back the fields it sends (None: cannot tell)."""
-    path = ctx.session.ids.path_parameters(op)
+    path = own_path_parameters(ctx, op)
     if path is None:
-        ctx.skip("no id of this workspace to try")
+        ctx.skip(f"{missing_path_parameter(ctx, op)}: {op.label} not judged")
         return None
     read_op = _read_op(ctx, op.path)
     current = _record(ctx.call(read_op, path_parameters=path).json()) if read_op else None

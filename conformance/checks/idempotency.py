@@ -13,10 +13,13 @@ from typing import Any
 from conformance.checks import check
 from conformance.contract import Operation
 from conformance.generation import Prepared
-from conformance.runner import CAPABILITY_UNAVAILABLE, NEEDS_CONTROL, Context, Skip
+from conformance.idpool import resource_id
+from conformance.refusals import refusal, refused_since
+from conformance.runner import NEEDS_CONTROL, Context, Skip
 from conformance.target import Exchange
 
 FAMILY = "idempotency"
+NO_PAID_CALL = "no paid operation could be called"
 
 
 def _quote(ctx: Context, op: Operation) -> str:
@@ -83,16 +86,6 @@ def key_required(ctx: Context) -> None:
                 exchange=exchange,
                 quote=_quote(ctx, op),
             )
-
-
-def resource_id(body: Any) -> str | None:
-    """The id of the resource a create answered (``project.id``, ``job.id`` …)."""
-    if not isinstance(body, dict):
-        return None
-    for value in body.values():
-        if isinstance(value, dict) and isinstance(value.get("id"), str):
-            return value["id"]
-    return body.get("id") if isinstance(body.get("id"), str) else None
 
 
 def replayable(ctx: Context, *, paid: bool) -> list[Operation]:
@@ -170,9 +163,10 @@ def single_charge(ctx: Context) -> None:
     start = balance(ctx)
     if start is None:
         raise Skip("GET /v1/capabilities does not answer a balance")
-    found = first_success(ctx, replayable(ctx, paid=True))
+    mark, paid = ctx.target.count, replayable(ctx, paid=True)
+    found = first_success(ctx, paid)
     if found is None:
-        raise Skip(CAPABILITY_UNAVAILABLE + " (no paid operation could be called)")
+        raise Skip(refusal(NO_PAID_CALL, refused_since(ctx, mark, paid)))
     op, prepared, first = found
     after_first = balance(ctx)
     second = ctx.send(prepared, op)
@@ -306,9 +300,10 @@ def _after_payment_required(ctx: Context) -> None:
         ctx.skip(NEEDS_CONTROL + " (402, then a top-up)")
         return
     control, workspace = ctx.control, ctx.session.mock.workspace
-    found = first_success(ctx, replayable(ctx, paid=True))
+    mark, paid = ctx.target.count, replayable(ctx, paid=True)
+    found = first_success(ctx, paid)
     if found is None:
-        ctx.skip(CAPABILITY_UNAVAILABLE + " (no paid operation could be called)")
+        ctx.skip(refusal(NO_PAID_CALL, refused_since(ctx, mark, paid)))
         return
     op, prepared, earlier = found
     original = control.credits(workspace)

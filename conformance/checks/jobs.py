@@ -20,7 +20,8 @@ from typing import Any
 from conformance.checks import check
 from conformance.checks.idempotency import first_success
 from conformance.contract import ContractView, Operation
-from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
+from conformance.refusals import refusal, refused_since
+from conformance.runner import Context, Skip
 from conformance.target import Exchange
 
 FAMILY = "jobs"
@@ -248,9 +249,10 @@ def status_closed_set(ctx: Context) -> None:
     ops = job_starters(ctx)
     if not ops:
         raise Skip("no operation that starts a job may be called")
+    mark = ctx.target.count
     jobs = start_jobs(ctx, ops)
     if not jobs:
-        raise Skip(f"no job could be started ({CAPABILITY_UNAVAILABLE} or every request refused)")
+        raise Skip(refusal("no job could be started", refused_since(ctx, mark, ops)))
     known = statuses(ctx.held)
     quote = ctx.held.quote("#/components/schemas/JobStatus")
     read_quote = ctx.held.quote(_pointer(_read_path(ctx)[0]))

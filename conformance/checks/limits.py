@@ -16,19 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks import check
-from conformance.checks.idempotency import first_success, replayable
+from conformance.checks.idempotency import NO_PAID_CALL, first_success, replayable
 from conformance.contract import Operation
 from conformance.generation import Prepared
-from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
+from conformance.refusals import refusal, refused_since
+from conformance.runner import Context, Skip
 from conformance.target import Exchange
 
 FAMILY = "limits"
 
 
 def _working_paid_call(ctx: Context) -> tuple[Operation, Prepared]:
-    found = first_success(ctx, replayable(ctx, paid=True))
+    mark, paid = ctx.target.count, replayable(ctx, paid=True)
+    found = first_success(ctx, paid)
     if found is None:
-        raise Skip(CAPABILITY_UNAVAILABLE + " (no paid operation could be called)")
+        raise Skip(refusal(NO_PAID_CALL, refused_since(ctx, mark, paid)))
     op, prepared, _ = found
     return op, prepared
 
@@ -333,9 +335,10 @@ def quote_equals_charge(ctx: Context) -> None:
         if before is None:
             raise Skip("GET /v1/capabilities does not answer prices and a balance")
         options = before.options.get(pricing.fixed, {}) if pricing.fixed else {}
+        mark = ctx.target.count
         found = _succeed(ctx, op, _accepted_values(options))
         if found is None:
-            ctx.skip("no generated request succeeded")
+            ctx.skip(refusal("no generated request succeeded", refused_since(ctx, mark, [op])))
             continue
         prepared, exchange = found
         items = pricing.items(json.loads(prepared.body or b"null"))

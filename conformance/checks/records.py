@@ -28,6 +28,7 @@ from conformance.checks import check
 from conformance.checks.pagination import _through_a_link as through_a_link
 from conformance.contract import ContractView, Operation
 from conformance.generation import salted
+from conformance.idpool import own_path_parameters
 from conformance.runner import Context, Skip
 from conformance.target import Exchange
 
@@ -218,7 +219,7 @@ def _path_of(ctx: Context, op: Operation) -> dict[str, str] | None:
     found = ctx.session.ids.path_parameters(op)
     if found is None:
         found = through_a_link(ctx, op, body_update=_own_url(ctx))
-    return found
+    return found if found is not None else own_path_parameters(ctx, op)
 
 
 def _own_url(ctx: Context) -> Callable[[Any], Any] | None:

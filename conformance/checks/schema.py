@@ -38,6 +38,7 @@ from conformance.checks.jobs import (
 )
 from conformance.contract import ContractView, Operation, link_value
 from conformance.generation import prepare, salted
+from conformance.refusals import refusal, refused_since
 from conformance.requestcheck import negatable
 from conformance.runner import BUDGET_USED_UP, INFERRED_OPERATION, Context, Skip
 from conformance.target import BudgetExhausted, Exchange
@@ -587,9 +588,10 @@ def _done_render(ctx: Context) -> int:
     if not starters:
         ctx.skip("a done render job needs a paid render (--allow-spend)")
         return 0
+    mark = ctx.target.count
     jobs = start_jobs(ctx, starters)
     if not jobs:
-        ctx.skip("no render job could be started")
+        ctx.skip(refusal("no render job could be started", refused_since(ctx, mark, starters)))
         return 0
     read = ctx.contract.full.operations["getJob"]
     renders = {job.job_id for job in jobs}

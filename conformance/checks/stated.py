@@ -24,7 +24,8 @@ from conformance.checks.webhooks import _callback_operations, _receiver_needed, 
 from conformance.contract import Operation
 from conformance.mockprocess import FixtureKey, fixture_keys
 from conformance.receiver import Delivery
-from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
+from conformance.refusals import refusal, refused_since
+from conformance.runner import Context, Skip
 from conformance.target import Exchange
 
 CAPABILITIES = "getCapabilities"
@@ -457,6 +458,7 @@ def subscription_coverage(ctx: Context) -> None:
     path = f"/conformance/{secrets.token_hex(6)}/coverage"
     _subscribe(ctx, receiver.route(path), secrets.token_urlsafe(36))
     silent: dict[str, Operation] = {}  # job id -> the operation that started it
+    mark = ctx.target.count
     for operation_id in (RENDER, *MODELS):
         if operation_id in MODELS and any(o.operation_id in MODELS for o in silent.values()):
             continue  # one 3D job is enough
@@ -464,9 +466,11 @@ def subscription_coverage(ctx: Context) -> None:
         if started is not None:
             silent[started[1]] = started[0]
     if not silent:
-        raise Skip("no render or 3D job could be started (" + CAPABILITY_UNAVAILABLE + ")")
+        tried = [op for op in ctx.held.operations.values() if op.operation_id in (RENDER, *MODELS)]
+        raise Skip(refusal("no render or 3D job could be started", refused_since(ctx, mark, tried)))
     statuses = _until_terminal(ctx, list(silent))
     terminal = _terminal_statuses(ctx)
+    mark = ctx.target.count
     edit = _start_job(ctx, FOOTAGE_EDIT, None)
     if edit is not None:  # its deliveries come after any the silent jobs caused
         edit_id = edit[1]
@@ -491,7 +495,8 @@ def subscription_coverage(ctx: Context) -> None:
             subject=op.label,
         )
     if edit is None:
-        ctx.skip("no footage edit could be started (" + CAPABILITY_UNAVAILABLE + ")")
+        edits = [op for op in ctx.held.operations.values() if op.operation_id == FOOTAGE_EDIT]
+        ctx.skip(refusal("no footage edit could be started", refused_since(ctx, mark, edits)))
         return
     ctx.expect(
         any(_job_of(d) == edit[1] for d in received),
@@ -521,13 +526,14 @@ def qa_failed_not_published(ctx: Context) -> None:
     def with_callback(body: dict[str, Any]) -> dict[str, Any]:
         return body | {"callbackUrl": url, "callbackSecret": secret}
 
-    started = None
+    started, mark = None, ctx.target.count
     for op in _callback_operations(ctx):
         started = _start_job(ctx, op.operation_id, with_callback)
         if started is not None:
             break
     if started is None:
-        raise Skip("no job with a callback could be started (" + CAPABILITY_UNAVAILABLE + ")")
+        tried = refused_since(ctx, mark, _callback_operations(ctx))
+        raise Skip(refusal("no job with a callback could be started", tried))
     op, job_id = started
     decided = control.call(
         "POST", f"/jobs/{job_id}/outcome", {"status": "qa_failed", "immediately": True}

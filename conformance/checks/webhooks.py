@@ -8,17 +8,22 @@ fall due; against a real deployment the receiver is waited for (``--webhook-wait
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
+import socket
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema_rs
 
 from conformance.checks import check
 from conformance.checks.idempotency import resource_id
 from conformance.contract import Operation
+from conformance.idpool import missing, own_ids
 from conformance.receiver import Delivery
+from conformance.refusals import payment_refused, refusal, refused_since
 from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
 from conformance.signatures import check_timestamp_format, verify
 from conformance.target import Exchange
@@ -28,6 +33,10 @@ SUBSCRIBE = "createWebhookSubscription"
 READ_SUBSCRIPTION = "getWebhookSubscription"
 TRIGGERS = ("importAsset", "editVideo")  # operations whose jobs emit subscription events
 MOCK_PRIVATE = "the bundled mock runs with --allow-private-callbacks (for the loopback receiver)"
+PRIVATE_RECEIVER = (
+    "the deployment must accept the suite's private receiver (--receiver-url {url} is {why}): "
+    "loopback, private and plain-http urls not judged"
+)
 NEEDS_RECEIVER = "needs --receiver-url (the receiver's public HTTPS address)"
 BAD_URLS = {
     "loopback": "https://127.0.0.1/conformance-hook",
@@ -37,14 +46,7 @@ BAD_URLS = {
 
 
 def _callback_operations(ctx: Context) -> list[Operation]:
-    ops = []
-    for op in ctx.held.operations.values():
-        if (
-            op.body_schema is not None
-            and "callbackUrl" in ctx.held.flatten(op.body_schema)["properties"]
-        ):
-            ops.append(op)
-    return ops
+    return [op for op in ctx.held.operations.values() if "callbackUrl" in _body_fields(ctx, op)]
 
 
 def _secret_bounds(ctx: Context, op: Operation, field: str) -> tuple[int | None, str]:
@@ -55,14 +57,29 @@ def _secret_bounds(ctx: Context, op: Operation, field: str) -> tuple[int | None,
 
 
 def _probe(
-    ctx: Context, op: Operation, update: Callable[[dict[str, Any]], None], what: str, quote: str
+    ctx: Context,
+    op: Operation,
+    update: Callable[[dict[str, Any]], None],
+    what: str,
+    quote: str,
+    no_project: str | None = None,
 ) -> None:
+    """Send ``op`` changed by ``update``; judge that it is refused with 400. ``no_project``:
+    why the request names a made-up project (its 404 is then no breach)."""
+
     def change(body: dict[str, Any]) -> dict[str, Any]:
         update(body)
         return body
 
     exchange = ctx.probe(op, salt="url-policy", idempotency_key=ctx.new_key(), body_update=change)
     if exchange is None:
+        return
+    if reason := payment_refused(exchange):
+        # The document does not order the url refusal before the charge: a 402 is no breach.
+        ctx.skip(f"{reason}: {op.label} refused before its url was judged")
+        return
+    if no_project and exchange.status == 404:
+        ctx.skip(f"{no_project}: {op.label} not judged")
         return
     codes = ctx.held.error_codes.get(400, ())
     ctx.expect(
@@ -72,6 +89,29 @@ def _probe(
         exchange=exchange,
         quote=quote,
     )
+
+
+def private_receiver(ctx: Context) -> str | None:
+    """Why this run's deployment must accept private or plain-http urls: the suite's own
+    receiver is one (the bundled mock, or a ``--receiver-url`` on plain http or resolving to a
+    loopback, private or otherwise non-public address). None: it need not."""
+    if ctx.session.mock is not None:
+        return MOCK_PRIVATE
+    url = ctx.session.receiver_url
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme != "https":
+        return PRIVATE_RECEIVER.format(url=url, why=f"plain {parts.scheme}")
+    host = parts.hostname or ""
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError):
+        return None  # unresolved here: the deployment may resolve it to a public address
+    private = sorted(a for a in found if not ipaddress.ip_address(a.split("%")[0]).is_global)
+    if private:
+        return PRIVATE_RECEIVER.format(url=url, why=f"{host} at {private[0]}, not public")
+    return None
 
 
 @check(
@@ -91,21 +131,29 @@ def url_policy(ctx: Context) -> None:
         targets.append((subscribe, "url", "secret"))
     if not targets:
         raise Skip("no operation takes a url")
+    private = private_receiver(ctx)
     for op, url_field, secret_field in targets:
+        made_up = "projectId" in _body_fields(ctx, op) and not own_ids(ctx, "projectId")
+        no_project = missing(ctx, "projectId") if made_up else None
         good_secret = secrets.token_hex(24)
         for kind, url in BAD_URLS.items():
-            if ctx.session.mock is not None:
-                ctx.skip(MOCK_PRIVATE)
+            if private:
+                ctx.skip(private)
                 continue
             change = _setting({url_field: url, secret_field: good_secret})
-            _probe(ctx, op, change, f"a {kind} {url_field} {url}", url_quote)
+            _probe(ctx, op, change, f"a {kind} {url_field} {url}", url_quote, no_project)
         low, description = _secret_bounds(ctx, op, secret_field)
         if low is None:
             continue  # the bound is inferred: not held under this profile
         # A public address given literally: no name to resolve, so only the secret is wrong.
         change = _setting({url_field: "https://93.184.215.14/conformance-hook",
                            secret_field: "s" * (low - 1)})  # fmt: skip
-        _probe(ctx, op, change, f"a {secret_field} of {low - 1} characters", description)
+        what = f"a {secret_field} of {low - 1} characters"
+        _probe(ctx, op, change, what, description, no_project)
+
+
+def _body_fields(ctx: Context, op: Operation) -> dict[str, Any]:
+    return ctx.held.flatten(op.body_schema)["properties"] if op.body_schema is not None else {}
 
 
 def _setting(values: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
@@ -327,10 +375,12 @@ def _receiver_needed(ctx: Context) -> None:
 
 
 def _trigger(ctx: Context) -> Exchange:
+    mark, tried = ctx.target.count, []
     for operation_id in TRIGGERS:
         op = ctx.held.operations.get(operation_id)
         if op is None or ctx.why_not_send(op):
             continue
+        tried.append(op)
         prepared = ctx.sample(op, salt="trigger", idempotency_key=ctx.new_key())
         if prepared is None:
             continue
@@ -339,7 +389,8 @@ def _trigger(ctx: Context) -> Exchange:
             continue
         if 200 <= exchange.status < 300:
             return exchange
-    raise Skip("no subscription event could be triggered (" + CAPABILITY_UNAVAILABLE + ")")
+    answers = refused_since(ctx, mark, tried)
+    raise Skip(refusal("no subscription event could be triggered", answers))
 
 
 @check(
@@ -477,7 +528,7 @@ def callback_deliveries(ctx: Context) -> None:
     path = f"/conformance/{secrets.token_hex(6)}/callback"
     url = receiver.route(path, lambda p, h, b, seen: 503 if not seen else 200)
     secret = secrets.token_urlsafe(36)
-    started = None
+    started, mark = None, ctx.target.count
     for op in ops:
 
         def with_callback(body: dict[str, Any]) -> dict[str, Any]:
@@ -495,7 +546,8 @@ def callback_deliveries(ctx: Context) -> None:
             started = exchange
             break
     if started is None:
-        raise Skip("no job with a callback could be started (" + CAPABILITY_UNAVAILABLE + ")")
+        answers = refused_since(ctx, mark, ops)
+        raise Skip(refusal("no job with a callback could be started", answers))
     _not_echoed(ctx, started, secret, "callbackSecret")
     job_id = resource_id(started.json())
 

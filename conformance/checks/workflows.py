@@ -22,6 +22,8 @@ from typing import Any
 from conformance.checks import check
 from conformance.checks.idempotency import balance
 from conformance.contract import Operation
+from conformance.idpool import missing, own_ids
+from conformance.refusals import payment_refused
 from conformance.runner import CAPABILITY_UNAVAILABLE, NEEDS_CONTROL, Context, Skip
 from conformance.target import Exchange
 
@@ -50,6 +52,10 @@ PAUSED = (
     "and retries now answer 409 `conflict`"
 )
 ENABLED = "PUT autopilot with `enabled: true` … enabled: manual runs allowed again"
+DAILY_LIMIT = (
+    "the autopilot of {channel} may make no more videos today (409 with details.remainingToday "
+    "0: its daily cap, maxVideosPerDay, not a pause)"
+)
 GOVERNANCE = (
     "An autopilot is also refused for manual runs, approvals and retries with 409 `conflict` "
     "while the workspace governance kill switch is on, and with 503 `upstream_unavailable` "
@@ -154,7 +160,11 @@ def _send(
 def _generated(
     ctx: Context, op: Operation, values: dict[str, Any], *, drop: tuple[str, ...] = ()
 ) -> Exchange:
-    """A generated valid request to ``op`` (real project) with ``values`` set, ``drop`` left out."""
+    """A generated valid request to ``op`` (real project) with ``values`` set, ``drop`` left out;
+    :class:`Skip` when the workspace has no project to file it under and none can be created."""
+    body_fields = ctx.held.flatten(op.body_schema)["properties"] if op.body_schema else {}
+    if "projectId" in body_fields and not own_ids(ctx, "projectId"):
+        raise Skip(missing(ctx, "projectId"))
 
     def update(body: dict[str, Any]) -> dict[str, Any]:
         for name in drop:
@@ -301,8 +311,9 @@ class _Autopilots:
             self.original[channel_id] = autopilot
         return self.original[channel_id]
 
-    def set(self, channel_id: str, enabled: bool) -> Exchange:
-        return _save_autopilot(self.ctx, channel_id, self.settings(channel_id), enabled)
+    def set(self, channel_id: str, enabled: bool, **change: Any) -> Exchange:
+        settings = self.settings(channel_id) | change
+        return _save_autopilot(self.ctx, channel_id, settings, enabled)
 
     def restore(self) -> None:
         for channel_id, settings in self.original.items():
@@ -326,23 +337,16 @@ def autopilot_paused(ctx: Context) -> None:
     channels = [
         r["channelId"] for r in (waiting, failed) if r and isinstance(r.get("channelId"), str)
     ]
-    channel = (channels or ctx.session.ids.ids_for("channelId") or [None])[0]
+    channel = (channels or own_ids(ctx, "channelId") or [None])[0]
     if channel is None:
-        raise Skip("the workspace has no channel")
+        raise Skip(missing(ctx, "channelId"))
     autopilots = _Autopilots(ctx)
     try:
         _judge_paused(ctx, autopilots, channel, waiting, failed)
         enabled = autopilots.set(channel, True)
         if not _ok(enabled):
-            raise Skip(f"the autopilot of {channel} could not be enabled ({enabled.status})")
-        run = _start_run(ctx, channel)
-        ctx.expect(
-            _ok(run),
-            "enabled-manual-run",
-            f"a manual run of the autopilot enabled again answered {run.answered}",
-            exchange=run,
-            quote=ENABLED,
-        )
+            raise Skip(f"the autopilot of {channel} could not be enabled ({enabled.answered})")
+        _judge_enabled(ctx, autopilots, channel)
         mine = waiting if waiting and waiting.get("channelId") == channel else None
         _judge_governance(ctx, channel, mine)
     finally:
@@ -358,16 +362,19 @@ def _judge_paused(
 ) -> None:
     paused = autopilots.set(channel, False)
     if not _ok(paused):
-        raise Skip(f"the autopilot of {channel} could not be paused ({paused.status})")
+        raise Skip(f"the autopilot of {channel} could not be paused ({paused.answered})")
     before = balance(ctx)
     run = _start_run(ctx, channel)
-    ctx.expect(
-        _is(run, 409, "conflict"),
-        "paused-manual-run",
-        f"a manual run of a paused autopilot answered {run.answered}",
-        exchange=run,
-        quote=PAUSED,
-    )
+    if _daily_limit(run):
+        ctx.skip(f"{DAILY_LIMIT.format(channel=channel)}: paused-manual-run not judged")
+    else:
+        ctx.expect(
+            _is(run, 409, "conflict"),
+            "paused-manual-run",
+            f"a manual run of a paused autopilot answered {run.answered}",
+            exchange=run,
+            quote=PAUSED,
+        )
     _not_charged(ctx, before, run, "paused-not-charged", PAUSED)
     for operation_id, subject, status in (
         ("approveAutopilotRun", waiting, "awaiting_approval"),
@@ -394,6 +401,48 @@ def _judge_paused(
             exchange=exchange,
             quote=PAUSED,
         )
+
+
+def _judge_enabled(ctx: Context, autopilots: _Autopilots, channel: str) -> None:
+    """Enabled again, the autopilot accepts a manual run. A 409 that says the day's video cap
+    is used up is a daily limit, not a pause: the cap is raised for one more try (to the
+    contract's maximum), and where that cannot be done the rule is not judged."""
+    run = _start_run(ctx, channel)
+    if _daily_limit(run):
+        ceiling = _daily_cap_ceiling(ctx)
+        raised = autopilots.set(channel, True, maxVideosPerDay=ceiling) if ceiling else None
+        if raised is not None and _ok(raised):
+            run = _start_run(ctx, channel)
+        if _daily_limit(run):
+            ctx.skip(f"{DAILY_LIMIT.format(channel=channel)}: enabled-manual-run not judged")
+            return
+    ctx.expect(
+        _ok(run),
+        "enabled-manual-run",
+        f"a manual run of the autopilot enabled again answered {run.answered}",
+        exchange=run,
+        quote=ENABLED,
+    )
+
+
+def _daily_limit(exchange: Exchange) -> bool:
+    """A 409 that states the day's video cap (``maxVideosPerDay``) is used up: its details say
+    ``remainingToday`` 0, or name the contract's ``daily_video_cap_reached``."""
+    details = _details(exchange)
+    return exchange.status == 409 and (
+        details.get("remainingToday") == 0 or details.get("reason") == "daily_video_cap_reached"
+    )
+
+
+def _daily_cap_ceiling(ctx: Context) -> int | None:
+    """The highest ``maxVideosPerDay`` the contract allows (None: it states none)."""
+    op = ctx.contract.full.operations.get("saveAutopilot")
+    if op is None or op.body_schema is None:
+        return None
+    field = ctx.contract.full.flatten(op.body_schema)["properties"].get("maxVideosPerDay", {})
+    field = ctx.contract.full.resolve(field)
+    parts = [field, *[p for p in field.get("allOf", []) if isinstance(p, dict)]]
+    return next((p["maximum"] for p in parts if isinstance(p.get("maximum"), int)), None)
 
 
 def _governance(ctx: Context, change: dict[str, bool] | None = None) -> dict[str, Any]:
@@ -797,15 +846,22 @@ def _judge_cap(ctx: Context, op: Operation, values: dict[str, Any], price: int, 
     capped_rule, not_charged_rule, at_cap_rule = cap.rules
     before = balance(ctx)
     capped = _generated(ctx, op, {**values, "maxCredits": price - 1})
-    ctx.expect(
-        _is(capped, 409, "conflict"),
-        capped_rule,
-        f"{cap.under} answered {capped.answered}",
-        exchange=capped,
-        quote=cap.quote,
-    )
-    _not_charged(ctx, before, capped, not_charged_rule, cap.quote)
+    # Which comes first, the cap's 409 or a 402, is not stated: a 402 judges neither.
+    if reason := payment_refused(capped):
+        ctx.skip(f"{reason}: {capped_rule} and {not_charged_rule} not judged")
+    else:
+        ctx.expect(
+            _is(capped, 409, "conflict"),
+            capped_rule,
+            f"{cap.under} answered {capped.answered}",
+            exchange=capped,
+            quote=cap.quote,
+        )
+        _not_charged(ctx, before, capped, not_charged_rule, cap.quote)
     allowed = _generated(ctx, op, {**values, "maxCredits": price})
+    if reason := payment_refused(allowed):
+        ctx.skip(f"{reason}: {at_cap_rule} not judged")
+        return
     ctx.expect(
         _ok(allowed),
         at_cap_rule,

@@ -6,11 +6,14 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from conformance.checks.webhooks import PRIVATE_RECEIVER
 from conformance.receiver import Receiver
+from conformance.runner import CAPABILITY_UNAVAILABLE
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import Served, free_port, run_quietly
 
 CHECK = "webhooks-subscription-deliveries"
+POLICY = "webhooks-url-policy"
 
 
 def run_hooks(**defects: bool):
@@ -37,9 +40,42 @@ def test_a_conforming_deployment_passes_the_webhook_checks():
     statuses = [d["status"] for d in fake.deliveries]
     assert statuses.count(503) == 1 and statuses.count(400) == 1  # the receiver's script ran
     policy = report.result("webhooks-url-policy")
-    # loopback, private, plain http (a subscription secret's bound is inferred: not probed)
-    assert policy.status == "passed" and policy.passed == 3
+    # the receiver is on loopback: the deployment must accept it, so the url rules are not
+    # judged (a subscription secret's bound is inferred: not probed)
+    assert policy.status == "skipped" and not policy.failures
+    assert any(
+        r.startswith("the deployment must accept the suite's private") for r in policy.skipped
+    )
     assert report.result("webhooks-callback-deliveries").status == "skipped"
+
+
+@pytest.mark.parametrize("receiver", [None, "https://93.184.215.14/hooks"])
+def test_the_url_policy_is_judged_where_the_receiver_is_public(receiver: str | None):
+    with Served(FakeDeployment()) as server:
+        report = run_quietly(
+            base_url=server.base_url, api_key=KEY, receiver_url=receiver, only=[POLICY]
+        )
+    policy = report.result(POLICY)
+    # loopback, private, plain http (the callback operations: capability unavailable)
+    assert policy.status == "passed" and policy.passed == 3
+    assert policy.skipped == {CAPABILITY_UNAVAILABLE: 4}
+
+
+@pytest.mark.parametrize(
+    ("receiver", "why"),
+    [
+        ("http://127.0.0.1:9/hooks", "plain http"),
+        ("https://10.20.30.40/hooks", "10.20.30.40 at 10.20.30.40, not public"),
+        ("https://localhost:9/hooks", "localhost at 127.0.0.1, not public"),
+    ],
+)
+def test_a_private_receiver_is_recognised(receiver: str, why: str):
+    with Served(FakeDeployment()) as server:
+        report = run_quietly(
+            base_url=server.base_url, api_key=KEY, receiver_url=receiver, only=[POLICY]
+        )
+    skipped = report.result(POLICY).skipped
+    assert skipped[PRIVATE_RECEIVER.format(url=receiver, why=why)] == 6  # 3 urls, 2 operations
 
 
 @pytest.mark.parametrize(
