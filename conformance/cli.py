@@ -32,6 +32,7 @@ try:
     from conformance.api import RunConfig, TargetUnreachable, UsageError, run, validate
     from conformance.checks import all_checks
     from conformance.console import ProgressDisplay, print_report
+    from conformance.plan import parse_duration
     from conformance.profiles import PROFILES
     from conformance.signatures import check_timestamp_format, verify
 except ModuleNotFoundError as exc:  # only the mock is installed: main() says so in one line
@@ -108,6 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
         "workflows-remix-pricing to see it refused before any charge (the mock has its own)",
     )
     how.add_argument("--max-requests", type=int, metavar="N", help="bound the whole run")
+    how.add_argument(
+        "--time-budget",
+        type=_duration,
+        metavar="DURATION",
+        help="end the run within DURATION (10m, 90s, 1h, or seconds): its requests are planned "
+        "at the rate limit the deployment announces, every check judging once before any adds "
+        "depth; waits that would end later are not made",
+    )
     how.add_argument("--seed", type=int, metavar="N", help="make generation reproducible")
     how.add_argument(
         "--only",
@@ -198,6 +207,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         allow_spend=args.allow_spend,
         allow_faults=args.allow_faults,
         max_requests=args.max_requests,
+        time_budget=args.time_budget,
         seed=args.seed,
         only=_names(args.only),
         skip=_names(args.skip),
@@ -212,6 +222,13 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         workers=args.workers,
         sandbox=args.sandbox,
     )
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _shard(text: str) -> tuple[int, int]:
