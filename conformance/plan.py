@@ -30,8 +30,9 @@ first to judging every rule once, then to depth:
   their list, more examples, more sequences), each with a fair share of the budget left: what
   is left divided by the deep checks still to run (:func:`depth_allowance`), so that what a
   check does not use goes to the checks after it (the per-operation checks need a few dozen
-  requests; schema fuzzing and the model take what they leave). A check that was cut by its
-  allowance in the breadth pass before it judged anything runs again there, whole.
+  requests; schema fuzzing and the model take what they leave). Before it, a check that its
+  allowance cut in the breadth pass before it judged anything runs again from the start, with
+  all that is left but :data:`RESERVE` for each such check after it: judging once comes first.
 
 Both passes record into one CheckResult per check. Reaching an allowance is not a skip: a check
 that judged shows no "request budget used up"; the run's notes name the checks whose depth the
@@ -186,7 +187,7 @@ class Turn:
     check: Check
     phase: str
     allowance: int | None
-    second: bool = False  # its turn in the depth pass
+    second: bool = False  # a later turn: a retry after the breadth pass, or the depth pass
 
 
 def breadth_allowance(left: int, later: int) -> int:
@@ -204,23 +205,33 @@ def depth_allowance(left: int, later: int) -> int:
 def turns(
     checks: Sequence[Check],
     left: Callable[[], int | None],
-    again: Callable[[Check], bool],
+    cut: Callable[[Check], bool],
+    deepens: Callable[[Check], bool],
 ) -> Iterator[Turn]:
     """The turns of a run, each allowance computed when its turn comes (``left()``: what the
-    run may still send). Unbounded: every check once, whole. Bounded: the breadth pass, then the
-    depth pass for the checks ``again`` names (the deep ones, and those an allowance cut before
-    they judged: these run whole again)."""
+    run may still send). Unbounded: every check once, whole. Bounded: the breadth pass; then
+    the checks its allowances ``cut`` before they judged, again from the start, with all that
+    is left but :data:`RESERVE` for each after them (judging once comes before any depth); then
+    the depth pass for the checks that ``deepens`` names (the deep checks that may run)."""
     runnable = [c for c in checks if c.run is not None]
     if left() is None:
         yield from (Turn(c, WHOLE, None) for c in runnable)
         return
     for i, check in enumerate(runnable):
         allowance = breadth_allowance(left() or 0, len(runnable) - i - 1)
-        yield Turn(check, BREADTH if check.deep else WHOLE, allowance)
-    deeper = [c for c in runnable if again(c)]
+        yield Turn(check, _first_phase(check), allowance)
+    retried = [c for c in runnable if cut(c)]
+    for i, check in enumerate(retried):
+        allowance = breadth_allowance(left() or 0, len(retried) - i - 1)
+        yield Turn(check, _first_phase(check), allowance, second=True)
+    deeper = [c for c in runnable if deepens(c)]
     for i, check in enumerate(deeper):
         allowance = depth_allowance(left() or 0, len(deeper) - i - 1)
-        yield Turn(check, DEPTH if check.deep else WHOLE, allowance, second=True)
+        yield Turn(check, DEPTH, allowance, second=True)
+
+
+def _first_phase(check: Check) -> str:
+    return BREADTH if check.deep else WHOLE
 
 
 def share(

@@ -364,7 +364,8 @@ def run_checks(
 ) -> list[CheckResult]:
     """Run ``checks`` (observers attached first); answer their results in order. The listener
     hears ``check-start`` and ``check-end`` for each check's first turn, and ``depth-start`` and
-    ``depth-end`` for its turn in the depth pass of a bounded run."""
+    ``depth-end`` for its later turns in a bounded run (a retry after the breadth pass, the
+    depth pass)."""
     emit = on_event or (lambda *_: None)
     results = {c.name: CheckResult(c.name, c.family, c.description) for c in checks}
     observers = [Context(session, c, results[c.name]) for c in checks if c.observe is not None]
@@ -385,12 +386,14 @@ def run_checks(
     contexts = {c.name: Context(session, c, results[c.name]) for c in checks}
     cut: set[str] = set()  # checks an allowance stopped before they judged
 
-    def again(check: Check) -> bool:
-        """Whether ``check`` takes a turn in the depth pass."""
-        return check.name in cut or (check.deep and _gate(session, check) is None)
+    def cut_short(check: Check) -> bool:
+        return check.name in cut
+
+    def deepens(check: Check) -> bool:
+        return check.deep and _gate(session, check) is None
 
     try:
-        for turn in turns(checks, lambda: session.target.run_remaining, again):
+        for turn in turns(checks, lambda: session.target.run_remaining, cut_short, deepens):
             result = results[turn.check.name]
             emit("depth-start" if turn.second else "check-start", turn.check)
             _take(session, turn, contexts[turn.check.name], cut)
