@@ -194,18 +194,24 @@ def test_a_paced_run_takes_its_requests_over_the_rate_limit_in_about_that_time()
 
 
 @pytest.fixture(scope="module")
-def unbounded_and_600() -> tuple[Report, Report]:
-    return _run(Clock(), allow_spend=True), _run(Clock(), allow_spend=True, max_requests=600)
+def unbounded() -> Report:
+    return _run(Clock(), allow_spend=True)
 
 
-def test_every_check_that_judges_unbounded_judges_within_600_requests(unbounded_and_600):
-    unbounded, bounded = unbounded_and_600
-    assert unbounded.requests > 1000 and bounded.requests <= 600
+@pytest.fixture(scope="module", params=[600, 300])
+def bounded(request: pytest.FixtureRequest) -> Report:
+    """600: the issue's target. 300: where the breadth pass's allowances cut checks that need
+    more than an equal share (auth-openapi-not-rate-limited needs 8 at once), and their retry
+    before any depth is what lets them judge."""
+    return _run(Clock(), allow_spend=True, max_requests=request.param)
+
+
+def test_every_check_that_judges_unbounded_judges_within_the_budget(unbounded, bounded):
+    assert unbounded.requests > 1000 and bounded.requests <= bounded.max_requests
     assert sorted(_judged(unbounded) - _judged(bounded)) == []
 
 
-def test_a_check_that_judged_shows_no_request_budget_used_up(unbounded_and_600):
-    _, bounded = unbounded_and_600
+def test_a_check_that_judged_shows_no_request_budget_used_up(bounded):
     assert [c.name for c in bounded.checks if c.judgements and c.skipped[BUDGET_USED_UP]] == []
     cut = [n for n in bounded.notes if n.startswith("the request budget cut short the depth")]
     assert cut and "schema-positive" in cut[0]  # depth was cut, and the run says so
