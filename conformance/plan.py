@@ -128,13 +128,13 @@ class Plan:
         """The plan as one line, for the report's notes and the progress output."""
         if self.requests is None:
             return (
-                "no rate limit announced and no --max-requests: the run is not planned; the "
+                "the run is not planned (no rate limit bounds its time, no --max-requests): the "
                 "time budget still ends it"
             )
         parts = []
         if self.time_budget is not None and self.time_left is not None:
             if self.rate is None:
-                parts.append("no rate limit announced")
+                parts.append("no rate limit bounds its time")
             else:
                 parts.append(
                     f"at the announced {self.rate.describe()}, {self.by_rate} requests fit in "

@@ -113,6 +113,21 @@ def test_the_run_is_planned_at_the_announced_rate(tmp_path: Path):
     assert report.notes[0].startswith("planned 80 requests (at the announced 30 requests per 60 s")
 
 
+def test_against_the_bundled_mock_the_rate_bounds_no_time():
+    # The run moves the mock's clock through a rate window: at 100 a minute, a minute would
+    # plan 99 requests; against the mock the plan is --max-requests.
+    plans: list[Plan] = []
+    with live_mock() as mock:
+        run_quietly(
+            mock_url=mock.base_url,
+            time_budget=60,
+            max_requests=200,
+            only=["auth-public-contract"],
+            on_event=lambda event, payload: plans.append(payload) if event == "plan" else None,
+        )
+    assert [(p.requests, p.rate) for p in plans] == [(200, None)]
+
+
 def test_the_command_line_plans_with_the_time_budget(tmp_path: Path):
     out = tmp_path / "report.json"
     with live_mock(rate_limit=30, clock="real") as mock, pytest.raises(SystemExit) as ended:
