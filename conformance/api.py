@@ -42,13 +42,14 @@ from urllib.parse import urlsplit
 from conformance.checks import Check, SelectionError, all_checks, select, shard
 from conformance.contract import Contract
 from conformance.mockprocess import START_SECONDS, MockProcess, MockStartError, fixture_keys
+from conformance.plan import Plan, plan_run, read_rate
 from conformance.preflight import Preflight, preflight
 from conformance.profiles import PROFILES
 from conformance.receiver import parse_listen
 from conformance.results import CheckResult, Report
 from conformance.runner import Listener, Session, run_checks
 from conformance.sandboxes import Where, mock_where, sandboxed
-from conformance.target import SetupProblem, Target, TargetUnreachable, Wait
+from conformance.target import BudgetExhausted, SetupProblem, Target, TargetUnreachable, Wait
 
 __all__ = ["RunConfig", "TargetUnreachable", "UsageError", "check_setup", "run"]
 
@@ -74,6 +75,7 @@ class RunConfig:
     allow_spend: bool = False
     allow_faults: bool = False  # inject faults through a fault hook the deployment offers
     max_requests: int | None = None
+    time_budget: float | None = None  # seconds the whole run may take (--time-budget)
     seed: int | None = None
     only: list[str] = field(default_factory=list)
     skip: list[str] = field(default_factory=list)
@@ -94,6 +96,7 @@ class RunConfig:
     wait_cap: float = 120.0  # the longest single wait for a real deployment's Retry-After
     document: dict[str, Any] | None = None  # the contract (default: the bundled spec)
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic  # what the time budget is counted on
     on_event: Listener | None = None  # told of the run's events (conformance/progress.py)
 
     @property
@@ -129,6 +132,8 @@ def validate(config: RunConfig) -> list[Check]:
         raise UsageError(f"--profile must be one of {', '.join(PROFILES)}")
     if config.max_requests is not None and config.max_requests < 1:
         raise UsageError("--max-requests must be at least 1")
+    if config.time_budget is not None and config.time_budget <= 0:
+        raise UsageError("--time-budget must be more than 0 seconds")
     _validate_sandbox(config)
     try:
         parse_listen(config.receiver_listen)
@@ -204,6 +209,11 @@ def _validate_workers(config: RunConfig, checks: list[Check]) -> None:
             f"--workers {config.workers}: each worker runs its own webhook receiver on a free "
             "port; leave out --receiver-url and give --receiver-listen HOST:0"
         )
+    if config.time_budget is not None:
+        raise UsageError(
+            f"--workers {config.workers} with --time-budget: the plan is made for one process "
+            "at the deployment's rate limit; use --workers 1"
+        )
     if config.is_mock:
         return
     why, drop = [], []
@@ -263,6 +273,8 @@ def run(config: RunConfig) -> Report:
     checks = validate(config)
     seed = config.seed if config.seed is not None else random.randrange(2**31)
     started = time.monotonic()
+    # The time budget counts from the run's start, a bundled mock's start-up included.
+    deadline = None if config.time_budget is None else config.clock() + config.time_budget
     with _deployment(config, seed) as where:
         report = Report(
             base_url=where.base_url,
@@ -280,7 +292,7 @@ def run(config: RunConfig) -> Report:
         if config.on_event is not None:
             config.on_event("preflight", found)
         if found.ok:
-            outcome = _run_at(_after(config, found), where, checks, seed)
+            outcome = _run_at(_after(config, found), where, checks, seed, deadline)
         else:
             outcome = Outcome([], setup_problem=found.problem)
     report.setup_problem = outcome.setup_problem
@@ -346,16 +358,18 @@ def _own_keys(config: RunConfig, where: Where) -> Where:
     )
 
 
-def _run_at(config: RunConfig, where: Where, checks: list[Check], seed: int) -> Outcome:
+def _run_at(
+    config: RunConfig, where: Where, checks: list[Check], seed: int, deadline: float | None
+) -> Outcome:
     workers = worker_count(config, checks)
-    if workers > 1:
+    if workers > 1:  # (never with a time budget: validate)
         from conformance.workers import run_workers
 
         return run_workers(config, where, checks, seed, workers)
     if config.mock_url and config.sandbox:
         with sandboxed(where.base_url, seed) as box:
-            return execute(config, box, checks, seed, config.on_event)
-    return execute(config, where, checks, seed, config.on_event)
+            return execute(config, box, checks, seed, config.on_event, deadline=deadline)
+    return execute(config, where, checks, seed, config.on_event, deadline=deadline)
 
 
 @dataclass
@@ -374,9 +388,12 @@ def execute(
     checks: list[Check],
     seed: int,
     on_event: Listener | None = None,
+    *,
+    deadline: float | None = None,
 ) -> Outcome:
     """Run ``checks`` in this process against ``where`` (with ``config``'s options; the target
-    is never started here). :class:`TargetUnreachable` when the contract cannot be fetched."""
+    is never started here), by ``deadline`` (``config.clock()`` time) where the run has a time
+    budget. :class:`TargetUnreachable` when the contract cannot be fetched."""
     target = Target(
         where.base_url,
         where.api_key,
@@ -388,6 +405,8 @@ def execute(
         timeout=config.timeout,
         wait_cap=config.wait_cap,
         sleep=config.sleep,
+        clock=config.clock,
+        deadline=deadline,
     )
     session = Session(
         target=target,
@@ -405,6 +424,12 @@ def execute(
         target.request("GET", "/v1/openapi.json", operation_id="getOpenApi", auth="none")
         if target.control is not None:
             target.control.reset()
+        if deadline is not None:
+            plan = _plan(config, target, session.contract)
+            target.max_requests = plan.requests
+            target.notes.append(plan.describe())
+            if on_event is not None:
+                on_event("plan", plan)
         results = run_checks(session, checks, on_event)
     except SetupProblem as exc:  # a rate window found stuck mid-run (target.py)
         return Outcome([], target.count, list(target.notes), setup_problem=str(exc))
@@ -412,6 +437,30 @@ def execute(
         session.close()
         target.close()
     return Outcome(results, target.count, list(target.notes))
+
+
+def _plan(config: RunConfig, target: Target, contract: Contract) -> Plan:
+    """The run's request budget at the rate limit the deployment announces on an authenticated
+    read (the first of the run), in the time left (conformance/plan.py). Against the bundled
+    mock the run moves the mock's clock through a rate window: the rate bounds no time there."""
+    if target.control is not None:
+        return plan_run(config.max_requests, config.time_budget, target.time_left())
+    read = next(
+        (
+            op
+            for op in contract.held.iter_operations(include_inferred=False)
+            if op.method == "GET" and not op.public and not op.path_parameters
+        ),
+        None,
+    )
+    rate = None
+    if read is not None:
+        try:
+            exchange = target.request(read.method, read.path, operation_id=read.operation_id)
+        except BudgetExhausted:
+            exchange = None
+        rate = read_rate(exchange) if exchange is not None else None
+    return plan_run(config.max_requests, config.time_budget, target.time_left(), rate)
 
 
 def write_reports(report: Report, config: RunConfig) -> None:

@@ -43,6 +43,7 @@ try:
     )
     from conformance.checks import Check, all_checks
     from conformance.console import ProgressDisplay, print_report
+    from conformance.plan import parse_duration
     from conformance.profiles import PROFILES
     from conformance.progress import ProgressLog
     from conformance.signatures import check_timestamp_format, verify
@@ -169,6 +170,14 @@ def add_run_options(run_parser: argparse.ArgumentParser) -> None:
         "workflows-remix-pricing to see it refused before any charge (the mock has its own)",
     )
     how.add_argument("--max-requests", type=int, metavar="N", help="bound the whole run")
+    how.add_argument(
+        "--time-budget",
+        type=_duration,
+        metavar="DURATION",
+        help="end the run within DURATION (10m, 90s, 1h, or seconds): its requests are planned "
+        "at the rate limit the deployment announces, every check judging once before any adds "
+        "depth; waits that would end later are not made",
+    )
     how.add_argument("--seed", type=int, metavar="N", help="make generation reproducible")
     how.add_argument(
         "--only",
@@ -259,6 +268,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         allow_spend=args.allow_spend,
         allow_faults=args.allow_faults,
         max_requests=args.max_requests,
+        time_budget=args.time_budget,
         seed=args.seed,
         only=_names(args.only),
         skip=_names(args.skip),
@@ -275,6 +285,13 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         workers=args.workers,
         sandbox=args.sandbox,
     )
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _shard(text: str) -> tuple[int, int]:

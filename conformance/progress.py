@@ -138,6 +138,7 @@ class ProgressLog:
         self.started = self.last = clock()
         self.done = self.requests = self.judgements = self.failures = 0
         self.running: dict[str, _Running] = {}
+        self.ended: dict[str, tuple[int, int]] = {}  # check -> (judgements, failures) at its end
         self.waits: dict[str | None, Wait] = {}  # the latest wait of each check, until it ends
         self._lock = threading.RLock()
         self._stopped = threading.Event()
@@ -203,6 +204,13 @@ class ProgressLog:
                 self._say(f"start {payload.name} ({self._counts()})")
             elif event == "check-end":
                 self._end(payload)
+            elif event == "plan":  # with --time-budget: the requests the rate allows in it
+                self._say(payload.describe())
+            elif event == "depth-start":  # a later turn of a check that already ended once
+                self.running[payload.name] = _Running(self.clock())
+                self._say(f"more of {payload.name} ({self._counts()})")
+            elif event == "depth-end":
+                self._end(payload, again=True)
 
     def _count(self, check: str | None, n: int) -> None:
         self.requests += n
@@ -210,15 +218,20 @@ class ProgressLog:
         if check in self.running:
             self.running[check].requests += n
 
-    def _end(self, result: CheckResult) -> None:
+    def _end(self, result: CheckResult, again: bool = False) -> None:
+        """A check's turn ended: its first (``check-end``) or a later one (``depth-end``); the
+        running counts take what the check added since its last turn ended."""
         running = self.running.pop(result.name, None)
         self.waits.pop(result.name, None)
-        self.done += 1
-        self.judgements += result.judgements
-        self.failures += result.failed
+        self.done += 0 if again else 1
+        judgements, failures = self.ended.get(result.name, (0, 0))
+        self.judgements += result.judgements - judgements
+        self.failures += result.failed - failures
+        self.ended[result.name] = (result.judgements, result.failed)
         took = f" in {round(self.clock() - running.started)} s" if running else ""
         requests = counted(result.requests, "request")
-        self._say(f"end {result.name}: {verdict_of(result)}, {requests}{took} ({self._counts()})")
+        what = f"more of {result.name}" if again else result.name
+        self._say(f"end {what}: {verdict_of(result)}, {requests}{took} ({self._counts()})")
 
     def _counts(self) -> str:
         return (

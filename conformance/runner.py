@@ -4,6 +4,9 @@
 profile, the generator, the id pool, the receiver, what was learned: operations whose capability
 is unavailable). :class:`Context` is one check's handle on it: it records passes, skips (with a
 reason), failures (with the rule, the contract's words, the exchange and the seed) and warnings.
+:func:`run_checks` gives each check its turns: one in an unbounded run; in a bounded run a
+breadth pass, then a depth pass for the deep checks, each turn within an allowance of the
+request budget (conformance/plan.py).
 """
 
 from __future__ import annotations
@@ -12,23 +15,24 @@ import copy
 import json
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from conformance.checks import Check
 from conformance.contract import Contract, Operation
 from conformance.generation import Generator, Prepared, prepare
 from conformance.idpool import IdPool, own_ids
+from conformance.plan import WHOLE, Turn, share, turns
 from conformance.receiver import Receiver
 from conformance.requestcheck import RequestChecker
 from conformance.responses import ResponseChecker
 from conformance.results import CheckResult, Failure, Warning_
+from conformance.target import BUDGET_USED_UP as BUDGET_USED_UP  # skip reasons, kept here too
+from conformance.target import TIME_BUDGET_USED_UP as TIME_BUDGET_USED_UP
 from conformance.target import BudgetExhausted, Exchange, SetupProblem, Target, TargetUnreachable
 
 CAPABILITY_UNAVAILABLE = "capability unavailable"
-BUDGET_USED_UP = "request budget used up"
-TIME_BUDGET_USED_UP = "time budget used up"
 INFERRED_OPERATION = "method and path are inferred"
 NEEDS_SPEND = "spends credits: needs --allow-spend"
 NEEDS_CREATE = "creates or changes resources: needs --allow-spend"
@@ -112,15 +116,28 @@ class Session:
             self._receiver.stop()
 
 
+T = TypeVar("T")
+
+
 class Context:
-    """One check's view of the session, and where its outcomes are recorded."""
+    """One check's view of the session, and where its outcomes are recorded. One context
+    serves a check's passes (conformance/plan.py): ``phase`` says which pass runs, ``kept``
+    holds what a check keeps from one pass for the next."""
 
     def __init__(self, session: Session, check: Check, result: CheckResult) -> None:
         self.session = session
         self.check = check
         self.result = result
+        self.phase = WHOLE
+        self.kept: dict[str, Any] = {}
         self._seen: dict[tuple[Any, ...], Failure] = {}
         self._warned: dict[tuple[Any, ...], Warning_] = {}
+
+    def share(self, items: Iterable[T], key: str = "") -> Iterator[T]:
+        """The items of ``items`` (a deep check's operations, in a fixed order) this pass
+        covers: all of them, except in a bounded run, whose breadth pass covers them up to the
+        check's first judgement and whose depth pass covers the rest (see :func:`plan.share`)."""
+        return share(list(items), self.phase, self.kept, key, lambda: self.result.judgements)
 
     # -- shortcuts ------------------------------------------------------------------------------
 
@@ -347,7 +364,10 @@ def run_checks(
     checks: list[Check],
     on_event: Listener | None = None,
 ) -> list[CheckResult]:
-    """Run ``checks`` (observers attached first); answer their results in order."""
+    """Run ``checks`` (observers attached first); answer their results in order. The listener
+    hears ``check-start`` and ``check-end`` for each check's first turn, and ``depth-start`` and
+    ``depth-end`` for its later turns in a bounded run (a retry after the breadth pass, the
+    depth pass)."""
     emit = on_event or (lambda *_: None)
     results = {c.name: CheckResult(c.name, c.family, c.description) for c in checks}
     observers = [Context(session, c, results[c.name]) for c in checks if c.observe is not None]
@@ -365,31 +385,71 @@ def run_checks(
 
     session.target.observers.append(observe)
     session.target.on_wait = lambda wait: emit("wait", wait)
+    contexts = {c.name: Context(session, c, results[c.name]) for c in checks}
+    cut: set[str] = set()  # checks an allowance stopped before they judged
+
+    def cut_short(check: Check) -> bool:
+        return check.name in cut
+
+    def deepens(check: Check) -> bool:
+        return check.deep and _gate(session, check) is None
+
     try:
-        for check in checks:
-            if check.run is None:
-                continue
-            result = results[check.name]
-            emit("check-start", check)
-            run_one(session, check, result)
-            emit("check-end", result)
+        for turn in turns(checks, lambda: session.target.run_remaining, cut_short, deepens):
+            result = results[turn.check.name]
+            emit("depth-start" if turn.second else "check-start", turn.check)
+            _take(session, turn, contexts[turn.check.name], cut)
+            emit("depth-end" if turn.second else "check-end", result)
     finally:
         session.target.observers.remove(observe)
         session.target.on_wait = None
+        session.target.allow(None)
+    _budget_notes(session.target, list(results.values()))
     for result in results.values():
         if not result.judgements and not result.skipped:
             result.skipped[NOTHING_TO_JUDGE] += 1  # never a vacuous pass
     return [results[c.name] for c in checks]
 
 
-def run_one(session: Session, check: Check, result: CheckResult) -> None:
+def _take(session: Session, turn: Turn, ctx: Context, cut: set[str]) -> None:
+    """Run one turn of a check, within its allowance."""
+    result = ctx.result
+    before = result.skipped[BUDGET_USED_UP]
+    ctx.phase = turn.phase
+    session.target.allow(turn.allowance)
+    try:
+        run_one(session, turn.check, result, ctx)
+    finally:
+        session.target.allow(None)
+    stopped = result.skipped[BUDGET_USED_UP] > before
+    if stopped and not turn.second and not result.judgements and session.target.run_remaining:
+        cut.add(turn.check.name)  # its allowance, not the run's budget, stopped it
+        result.skipped[BUDGET_USED_UP] = before  # it runs again, with a fair share
+        if not result.skipped[BUDGET_USED_UP]:
+            del result.skipped[BUDGET_USED_UP]
+
+
+def _budget_notes(target: Target, results: list[CheckResult]) -> None:
+    """A check that judged shows no "request budget used up" (it reached its share of the
+    budget, by design); the run's notes name those whose depth the budget cut short."""
+    shortened = [r.name for r in results if r.judgements and r.skipped.pop(BUDGET_USED_UP, 0)]
+    if shortened:
+        target.notes.append(
+            f"the request budget cut short the depth of {len(shortened)} checks that judged: "
+            f"{', '.join(shortened)}"
+        )
+
+
+def run_one(
+    session: Session, check: Check, result: CheckResult, ctx: Context | None = None
+) -> None:
     result.ran = True
     target = session.target
     reason = _gate(session, check)
     if reason:
         result.skipped[reason] += 1
         return
-    ctx = Context(session, check, result)
+    ctx = ctx or Context(session, check, result)
     before = target.count
     target.current_check = check.name
     if target.control is not None:
@@ -400,8 +460,8 @@ def run_one(session: Session, check: Check, result: CheckResult) -> None:
         check.run(ctx)
     except Skip as skip:
         ctx.skip(skip.reason)
-    except BudgetExhausted:
-        ctx.skip(BUDGET_USED_UP)
+    except BudgetExhausted as exc:  # the request budget, the check's allowance, or the time
+        ctx.skip(exc.reason)
     except TargetUnreachable as exc:
         ctx.fail("transport", f"the deployment did not answer: {exc}")
     except SetupProblem:  # the run cannot judge as set up: it ends (api.run), judging nothing

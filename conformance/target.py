@@ -2,7 +2,11 @@
 
 :class:`Target` sends every request of a run. It
 
-* counts requests against ``--max-requests`` (:class:`BudgetExhausted` when the budget is used up);
+* counts requests against ``--max-requests`` (:class:`BudgetExhausted` when the budget is used up)
+  and against the allowance the runner gives the running check (conformance/plan.py);
+* keeps the run's deadline (``--time-budget``): a wait that would end after it is not made and no
+  request is sent after it (:class:`TimeBudgetExhausted`); a request's own timeout is bounded by
+  the time left;
 * never hammers: after a response says ``x-ratelimit-remaining: 0`` it waits for the window to
   reset, and it honours ``429`` and ``503 upstream_unavailable`` ``Retry-After`` (against the
   bundled mock by moving the mock's manual clock through the control plane; against a real
@@ -65,11 +69,24 @@ class _Unset:
 _UNSET: Any = _Unset()
 
 
+BUDGET_USED_UP = "request budget used up"
+TIME_BUDGET_USED_UP = "time budget used up"
+
+
 class BudgetExhausted(Exception):
-    """The run's ``--max-requests`` is used up."""
+    """The run's ``--max-requests`` (or the running check's allowance of it) is used up;
+    ``reason`` is the skip reason a check records for it."""
+
+    reason = BUDGET_USED_UP
 
     def __init__(self) -> None:
-        super().__init__("request budget used up")
+        super().__init__(self.reason)
+
+
+class TimeBudgetExhausted(BudgetExhausted):
+    """The run's ``--time-budget`` ends before the wait or the request would: not made."""
+
+    reason = TIME_BUDGET_USED_UP
 
 
 class TargetUnreachable(Exception):
@@ -328,6 +345,8 @@ class Target:
         timeout: float = 30.0,
         wait_cap: float = 120.0,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        deadline: float | None = None,
         client: httpx.Client | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -338,6 +357,10 @@ class Target:
         self.max_requests = max_requests
         self.wait_cap = wait_cap
         self.sleep = sleep
+        self.clock = clock  # monotonic seconds; ``sleep`` moves it (a test's clock, injected)
+        self.deadline = deadline  # clock() by which the run ends (--time-budget), if any
+        self.timeout = timeout
+        self.allowance_end: int | None = None  # the count at which the running check stops
         self.client = client or SuiteClient(
             timeout=timeout,
             follow_redirects=False,
@@ -370,12 +393,34 @@ class Target:
 
     @property
     def remaining(self) -> int | None:
+        """Requests the running check may still send: the run's budget left, or less where the
+        runner gave the check an allowance (None: unbounded)."""
+        left = self.run_remaining
+        if self.allowance_end is None:
+            return left
+        allowed = max(0, self.allowance_end - self.count)
+        return allowed if left is None else min(left, allowed)
+
+    @property
+    def run_remaining(self) -> int | None:
+        """Requests the whole run may still send (None: unbounded)."""
         return None if self.max_requests is None else max(0, self.max_requests - self.count)
 
+    def allow(self, requests: int | None) -> None:
+        """Let the running check send at most ``requests`` more (None: the run's budget)."""
+        self.allowance_end = None if requests is None else self.count + max(0, requests)
+
     def require(self, n: int) -> None:
-        """Raise :class:`BudgetExhausted` unless ``n`` more requests fit in the budget."""
+        """Raise :class:`BudgetExhausted` unless ``n`` more requests fit in the budget, and
+        :class:`TimeBudgetExhausted` once the deadline has passed."""
+        if self.time_left() == 0:
+            raise TimeBudgetExhausted
         if self.remaining is not None and self.remaining < n:
             raise BudgetExhausted
+
+    def time_left(self) -> float | None:
+        """Seconds until the deadline (0 once it has passed; None: no time budget)."""
+        return None if self.deadline is None else max(0.0, self.deadline - self.clock())
 
     # -- waiting --------------------------------------------------------------------------------
 
@@ -387,6 +432,9 @@ class Target:
             self.control.advance(seconds)
             return
         waited = min(seconds, self.wait_cap)
+        left = self.time_left()
+        if left is not None and waited > left:
+            self._refused_wait(waited, why)
         capped = f" (capped from {seconds:g} s)" if waited < seconds else ""
         self.notes.append(f"waited {waited:g} s{capped}: {why}")
         self.announce(waited, why)
@@ -398,6 +446,29 @@ class Target:
         if self.on_wait is not None:
             self.on_wait(Wait.from_now(seconds, why, self.current_check))
 
+    def wait_until(self, ready: Callable[[float], bool], seconds: float, why: str) -> bool:
+        """Wait up to ``seconds`` (real time) for ``ready(timeout)`` (a wait that returns as
+        soon as what it waits for happens, such as a delivery), bounded by the deadline:
+        :class:`TimeBudgetExhausted` when the deadline cut the wait short in vain."""
+        left = self.time_left()
+        bounded = seconds if left is None else min(seconds, left)
+        if bounded <= 0 < seconds:
+            self._refused_wait(seconds, why)
+        if bounded > 0:
+            self.announce(bounded, why)
+        if ready(bounded):
+            return True
+        if bounded < seconds:
+            self._refused_wait(seconds - bounded, why)
+        return False
+
+    def _refused_wait(self, seconds: float, why: str) -> None:
+        if not any(note.startswith("the time budget") for note in self.notes):
+            self.notes.append(
+                f"the time budget ended the run's waits: {seconds:g} s more ({why}) did not fit"
+            )
+        raise TimeBudgetExhausted
+
     def forget_windows(self) -> None:
         """The deployment's rate-limit windows were reset (the mock's state was reset)."""
         self._reset_at.clear()
@@ -408,14 +479,14 @@ class Target:
             return
         seen_at, reset = window
         # The mock's clock moves only when told to; real time counts against a real window.
-        left = reset if self.control is not None else reset - (time.monotonic() - seen_at)
+        left = reset if self.control is not None else reset - (self.clock() - seen_at)
         self.wait(left, "the rate-limit window to reset (x-ratelimit-remaining: 0)")
 
     def _remember_window(self, identity: str, exchange: Exchange) -> None:
         remaining = exchange.header("x-ratelimit-remaining")
         reset = exchange.header("x-ratelimit-reset")
         if remaining == "0" and reset and reset.isdigit():
-            self._reset_at[identity] = (time.monotonic(), int(reset))
+            self._reset_at[identity] = (self.clock(), int(reset))
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -545,13 +616,21 @@ class Target:
         auth: str,
         provoked: bool,
     ) -> Exchange:
+        left = self.time_left()  # one reading decides, and bounds the request's timeout
+        if left == 0:
+            raise TimeBudgetExhausted
         self.require(1)
         self.count += 1
         started = time.monotonic()
+        bounded = {} if left is None or left >= self.timeout else {"timeout": left}
         try:
-            response = self.client.request(method, url, headers=headers, content=body)
+            response = self.client.request(method, url, headers=headers, content=body, **bounded)
         except httpx.InvalidURL as exc:
             raise TargetUnreachable(f"{url}: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            if bounded:  # cut short by the deadline, not by the deployment
+                raise TimeBudgetExhausted from exc
+            raise TargetUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
         except httpx.TransportError as exc:
             raise TargetUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
         self.answered = True

@@ -7,7 +7,11 @@ of that family). Flags say what a check needs:
   ``--allow-spend`` or against ``--mock`` (validation probes, which must be refused before any
   charge, are not spending and are always allowed);
 * ``needs_second_key``: it needs ``--second-key`` (ids of another workspace);
-* ``only_when_selected``: it runs only when named by ``--only`` (the rate-limit probe).
+* ``only_when_selected``: it runs only when named by ``--only`` (the rate-limit probe);
+* ``deep``: it has depth to add once it has judged (more operations, examples, sequences). In a
+  bounded run it covers in a first pass only what it needs to judge once, and the rest in a
+  second pass with what the budget has left (conformance/plan.py): it reads ``ctx.phase`` and
+  takes its list of operations through ``ctx.share``.
 
 Observers (``observe``) judge every response the run receives, whoever sent the request.
 """
@@ -43,6 +47,7 @@ class Check:
     creates: bool = False
     needs_second_key: bool = False
     only_when_selected: bool = False
+    deep: bool = False  # judges once in a bounded run's breadth pass, then adds depth
     cost: float = 1.0  # its share of a run's time, relative (for dealing shards and workers)
 
     @property

@@ -27,22 +27,15 @@ FAMILY = "auth"
 _SECONDS = re.compile(r"[0-9]+")  # Retry-After: whole seconds
 
 
-def _authenticated_operations(ctx: Context) -> list[Operation]:
-    ops = []
-    for op in ctx.held.operations.values():
-        if op.public:
-            continue
+def _unauthorized(ctx: Context, auth: str, what: str) -> None:
+    """Every authenticated operation, sent with ``auth``, answers 401 (in the breadth pass of
+    a bounded run, up to the first judgement; the rest in its depth pass)."""
+    codes = ctx.held.error_codes.get(401, ())
+    quote = ctx.held.quote("#/components/securitySchemes/apiKey")
+    for op in ctx.share(op for op in ctx.held.operations.values() if not op.public):
         if not ctx.contract.applicable(op):
             ctx.skip(INFERRED_OPERATION)
             continue
-        ops.append(op)
-    return ops
-
-
-def _unauthorized(ctx: Context, auth: str, what: str) -> None:
-    codes = ctx.held.error_codes.get(401, ())
-    quote = ctx.held.quote("#/components/securitySchemes/apiKey")
-    for op in _authenticated_operations(ctx):
         prepared = ctx.sample(op, salt="auth", real_ids=False)
         if prepared is None:
             ctx.skip("no request could be generated")
@@ -62,17 +55,25 @@ def _unauthorized(ctx: Context, auth: str, what: str) -> None:
     FAMILY,
     "no Authorization header answers 401 unauthorized, everywhere",
     cost=6,
+    deep=True,
 )
 def missing_key(ctx: Context) -> None:
     _unauthorized(ctx, "none", "a request without a key")
 
 
-@check("auth-malformed-key", FAMILY, "a malformed Authorization header answers 401 unauthorized")
+@check(
+    "auth-malformed-key",
+    FAMILY,
+    "a malformed Authorization header answers 401 unauthorized",
+    deep=True,
+)
 def malformed_key(ctx: Context) -> None:
     _unauthorized(ctx, "malformed", "a request with `Authorization: Bearer` and no token")
 
 
-@check("auth-unknown-key", FAMILY, "a well-formed but unknown key answers 401 unauthorized")
+@check(
+    "auth-unknown-key", FAMILY, "a well-formed but unknown key answers 401 unauthorized", deep=True
+)
 def unknown_key(ctx: Context) -> None:
     _unauthorized(ctx, "unknown", "a request with a key the deployment never issued")
 
@@ -109,13 +110,13 @@ def public_contract(ctx: Context) -> None:
     FAMILY,
     "ids read with --second-key (another workspace) answer 404 not_found to the first key",
     needs_second_key=True,
+    deep=True,
 )
 def cross_workspace(ctx: Context) -> None:
     codes = ctx.held.error_codes.get(404, ())
     quote = ctx.held.quote("#/components/responses/NotFound")
-    for op in ctx.held.operations.values():
-        if not op.path_parameters or op.public:
-            continue
+    by_id = (op for op in ctx.held.operations.values() if op.path_parameters and not op.public)
+    for op in ctx.share(by_id):
         if reason := ctx.why_not_send(op):
             ctx.skip(reason)
             continue

@@ -15,6 +15,7 @@ nothing else spends the workspace's credits while it runs (else the ledger disag
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
@@ -34,7 +35,8 @@ from conformance.model.run import (
     plan_for,
     read_known,
 )
-from conformance.runner import BUDGET_USED_UP, Context, Skip
+from conformance.plan import BREADTH, DEPTH
+from conformance.runner import Context
 from conformance.target import BudgetExhausted
 
 FAMILY = "model"
@@ -54,18 +56,30 @@ MOCK_ONLY = (
     spends=True,
     creates=True,
     cost=17,
+    deep=True,
 )
 def workspace(ctx: Context) -> None:
+    """The model's examples: one in a bounded run's breadth pass, more (other draws) in its
+    depth pass; the rules no pass judged are named once, at the end of the last."""
     facts = Facts.read(ctx)
-    if ctx.session.mock is None:
+    if ctx.session.mock is None and ctx.phase != DEPTH:
         ctx.skip(MOCK_ONLY)
-    run = RunState(ctx, plan_for(ctx.target.remaining), facts)
+    run = RunState(ctx, plan_for(ctx.target.remaining, one=ctx.phase == BREADTH), facts)
+    try:
+        if ctx.phase != DEPTH or not ctx.result.failures:  # a failure is shrunk once
+            _explore(ctx, run, facts)
+    finally:
+        _outcomes(ctx, run)
+
+
+def _explore(ctx: Context, run: RunState, facts: Facts) -> None:
     try:
         run.known = read_known(ctx, facts)
-    except BudgetExhausted:
-        raise Skip(BUDGET_USED_UP) from None
+    except BudgetExhausted as exhausted:
+        run.stopped = exhausted.reason
+        return
     machine = type("Workspace", (WorkspaceMachine,), {"run": run})
-    hypothesis_seed(salted(ctx.seed, NAME))(machine)
+    hypothesis_seed(salted(ctx.seed, NAME if ctx.phase != DEPTH else f"{NAME}-depth"))(machine)
     try:
         run_state_machine_as_test(machine, settings=_settings(run))
     except ModelViolation as violation:
@@ -81,7 +95,6 @@ def workspace(ctx: Context) -> None:
         elif not _caused_by_stop(flaky):
             ctx.warn(f"the deployment answered a replayed sequence differently: {flaky}"[:500])
             ctx.skip(UNSTABLE)
-    _outcomes(ctx, run)
 
 
 def _settings(run: RunState) -> settings:
@@ -142,13 +155,20 @@ def _record(ctx: Context, violation: ModelViolation, *, shrunk: bool = True) -> 
 
 
 def _outcomes(ctx: Context, run: RunState) -> None:
+    """This pass's judgements; after the last pass, the rules none judged and the notes."""
+    for name in RULES:
+        ctx.passed(run.judged[name])
+    judged = ctx.kept.setdefault("judged", Counter())
+    notes = ctx.kept.setdefault("notes", Counter())
+    judged.update(run.judged)
+    notes.update(run.notes)
+    if run.stopped:
+        ctx.skip(run.stopped)
+    if ctx.phase == BREADTH:
+        return  # the depth pass follows
     failed = {f.rule for f in ctx.result.failures}
     for name, rule in RULES.items():
-        if run.judged[name]:
-            ctx.passed(run.judged[name])
-        elif name not in failed:
+        if not judged[name] and name not in failed:
             ctx.skip(f"{name}: {rule.unjudged}")
-    for reason in sorted(run.notes):
+    for reason in sorted(notes):
         ctx.skip(reason)
-    if run.stopped:
-        ctx.skip(BUDGET_USED_UP)

@@ -8,7 +8,7 @@ A list is cursor-paged when the profile's document gives it a ``cursor`` query p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from conformance.checks import check
@@ -22,15 +22,15 @@ MAX_PAGES = 60
 _PAGING_PARAMS = {"limit", "cursor", "after", "offset"}
 
 
-def _cursor_lists(ctx: Context) -> list[Operation]:
-    ops = []
-    for op in ctx.held.operations.values():
-        if ctx.held.is_cursor_list(op) and ctx.held.items_field(op):
-            if reason := ctx.why_not_send(op):
-                ctx.skip(reason)
-                continue
-            ops.append(op)
-    return ops
+def _cursor_lists(ctx: Context) -> Iterator[Operation]:
+    """The cursor-paged lists the run may read (those it may not: skipped, with the reason), in
+    a bounded run's breadth pass up to the check's first judgement (the rest in its depth)."""
+    lists = (o for o in ctx.held.operations.values() if ctx.held.is_cursor_list(o))
+    for op in ctx.share(o for o in lists if ctx.held.items_field(o)):
+        if reason := ctx.why_not_send(op):
+            ctx.skip(reason)
+            continue
+        yield op
 
 
 def _path_parameters(ctx: Context, op: Operation) -> dict[str, str] | None:
@@ -210,6 +210,7 @@ class Walk:
     FAMILY,
     "every cursor-paged list walked with a small limit: nextCursor null only at the end, "
     "hasMore agrees, no id twice, same items as a walk with large pages",
+    deep=True,
 )
 def walk(ctx: Context) -> None:
     for op in _cursor_lists(ctx):
@@ -277,6 +278,7 @@ def _other_filter(op: Operation) -> tuple[str, Any] | None:
     "pagination-cursors",
     FAMILY,
     "a cursor sent with changed filters, and a tampered cursor, answer 400 invalid_request",
+    deep=True,
 )
 def cursors(ctx: Context) -> None:
     for op in _cursor_lists(ctx):

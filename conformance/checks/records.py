@@ -197,20 +197,12 @@ def _quote(ctx: Context, op: Operation) -> str:
     return ctx.held.quote(pointer, "Changes only the fields sent.")
 
 
-def _patchable(ctx: Context) -> list[tuple[Operation, Reader]]:
-    found = []
-    for op in ctx.held.operations.values():
-        if op.method != "PATCH" or op.body_schema is None:
-            continue
-        if reason := ctx.why_not_send(op):
-            ctx.skip(reason)
-            continue
-        reader = _reader(ctx.contract.full, op)
-        if reader is None:
-            ctx.skip("the contract gives no way to read the record back")
-            continue
-        found.append((op, reader))
-    return found
+def _patchable(ctx: Context) -> list[Operation]:
+    return [
+        op
+        for op in ctx.held.operations.values()
+        if op.method == "PATCH" and op.body_schema is not None
+    ]
 
 
 def _path_of(ctx: Context, op: Operation) -> dict[str, str] | None:
@@ -243,12 +235,22 @@ def _own_url(ctx: Context) -> Callable[[Any], Any] | None:
     "a PATCH of one field changes that field only: read back, it has the value sent and every "
     "other writable field is unchanged",
     creates=True,
+    deep=True,
 )
 def partial_update(ctx: Context) -> None:
-    targets = _patchable(ctx)
-    if not targets:
+    """Each partial update the run may send (in a bounded run's breadth pass up to the first
+    judgement, the rest in its depth pass), read back."""
+    patches = _patchable(ctx)
+    if not any(ctx.why_not_send(o) is None and _reader(ctx.contract.full, o) for o in patches):
         raise Skip("no PATCH operation may be called")
-    for op, reader in targets:
+    for op in ctx.share(patches):
+        if reason := ctx.why_not_send(op):
+            ctx.skip(reason)
+            continue
+        reader = _reader(ctx.contract.full, op)
+        if reader is None:
+            ctx.skip("the contract gives no way to read the record back")
+            continue
         pooled = ctx.session.ids.path_parameters(op)
         path = pooled or _path_of(ctx, op)
         if path is None:

@@ -38,9 +38,10 @@ from conformance.checks.jobs import (
 )
 from conformance.contract import ContractView, Operation, link_value
 from conformance.generation import prepare, salted
+from conformance.plan import BREADTH
 from conformance.refusals import refusal, refused_since
 from conformance.requestcheck import negatable
-from conformance.runner import BUDGET_USED_UP, INFERRED_OPERATION, Context, Skip
+from conformance.runner import INFERRED_OPERATION, Context, Skip
 from conformance.target import BudgetExhausted, Exchange
 
 FAMILY = "schema"
@@ -100,21 +101,21 @@ def server_errors(ctx: Context, exchange: Exchange) -> None:
     )
 
 
-def _operations(ctx: Context) -> list[Operation]:
-    ops = []
-    for op in ctx.held.operations.values():
-        if not ctx.contract.applicable(op):
-            ctx.skip(INFERRED_OPERATION)
-            continue
-        ops.append(op)
-    return ops
+def _applicable(ctx: Context) -> int:
+    """How many operations the contract's profile lets the run judge."""
+    return sum(1 for op in ctx.held.operations.values() if ctx.contract.applicable(op))
 
 
-def _examples(ctx: Context, operations: int, share: int) -> int:
+def _examples(ctx: Context, operations: int, per_example: float) -> int:
+    """Examples per operation: the default unbounded; one in a bounded run's breadth pass (to
+    judge once); in its depth pass as many as the check's allowance (its share of the budget
+    left, conformance/plan.py) allows at ``per_example`` requests an example."""
     remaining = ctx.target.remaining
+    if ctx.phase == BREADTH:
+        return 1
     if remaining is None:
         return DEFAULT_EXAMPLES
-    return max(1, min(MAX_EXAMPLES, remaining // max(1, operations * share)))
+    return max(1, min(MAX_EXAMPLES, int(remaining // max(1.0, operations * per_example))))
 
 
 def _has_inferred_request(ctx: Context, op: Operation) -> bool:
@@ -128,12 +129,12 @@ def _has_inferred_request(ctx: Context, op: Operation) -> bool:
     FAMILY,
     "requests generated from the contract, for every operation, answer no 5xx",
     cost=25,
+    deep=True,
 )
 def positive(ctx: Context) -> None:
-    ops = _operations(ctx)
-    per_op = _examples(ctx, len(ops), 3)
+    per_op = _examples(ctx, _applicable(ctx), 1.5)  # per_op cases, and half as many real ids
     generator = ctx.session.generator
-    for op in ops:
+    for op in ctx.share(ctx.held.operations.values()):
         if reason := ctx.why_not_send(op):
             ctx.skip(reason)
             continue
@@ -189,13 +190,16 @@ def _documented(op: Operation) -> set[int]:
     FAMILY,
     "requests that break a stated constraint are refused with 400 invalid_request",
     cost=100,  # the longest check of a run, about half its time
+    deep=True,
 )
 def negative(ctx: Context) -> None:
-    ops = _operations(ctx)
-    per_op = _examples(ctx, len(ops), 3)
+    per_op = _examples(ctx, _applicable(ctx), 1)
     checker = ctx.session.request_checker
     codes = ctx.held.error_codes.get(400, ())
-    for op in ops:
+    for op in ctx.share(ctx.held.operations.values()):
+        if not ctx.contract.applicable(op):
+            ctx.skip(INFERRED_OPERATION)
+            continue
         if not negatable(ctx.held, op):
             ctx.skip("no stated constraint to break")
             continue
@@ -267,8 +271,11 @@ def _refusal_diff(exchange: Exchange, allowed: set[int], codes: Any, wrong: str 
     "sequences that follow the contract's links: no 5xx, and a link's target exists",
     creates=True,
     cost=10,
+    deep=True,
 )
 def stateful(ctx: Context) -> None:
+    """Every link followed once (in a bounded run's breadth pass up to the first judgement),
+    then sequences of the state machine (not in the breadth pass)."""
     schema = ctx.session.generator.positive_schema
     allowed = [
         op.operation_id
@@ -280,6 +287,8 @@ def stateful(ctx: Context) -> None:
     machine = _machine(ctx, schema.include(operation_id=allowed).as_state_machine())
     try:
         _follow_links(ctx, set(allowed))
+        if ctx.phase == BREADTH:
+            return
         remaining = ctx.target.remaining
         examples = 10 if remaining is None else max(1, min(20, remaining // 12))
         hypothesis_seed(salted(ctx.seed, "stateful"))(machine)
@@ -294,19 +303,25 @@ def stateful(ctx: Context) -> None:
                 report_multiple_bugs=False,
             )
         )
-    except BudgetExhausted:
-        ctx.skip(BUDGET_USED_UP)
+    except BudgetExhausted as exhausted:
+        ctx.skip(exhausted.reason)
     except ExceptionGroup as group:
-        if not group.subgroup(BudgetExhausted):
+        if not (stopped := group.subgroup(BudgetExhausted)):
             raise
-        ctx.skip(BUDGET_USED_UP)
+        ctx.skip(_first(stopped).reason)
+
+
+def _first(group: BaseExceptionGroup[Any]) -> Any:
+    """The first exception of a (nested) group."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _follow_links(ctx: Context, allowed: set[str]) -> None:
     """Every link the contract gives a success, followed once from a valid call of its
     operation: the rule's part no seed can miss (the state machine then tries sequences of its
     own). A link whose target answers 404 fails ``link-target-exists``, as in a sequence."""
-    for op in ctx.held.operations.values():
+    for op in ctx.share(ctx.held.operations.values(), "links"):
         links = [(n, link) for n, link in _links_of(ctx, op) if link.get("parameters")]
         if op.operation_id not in allowed or not links:
             continue

@@ -326,8 +326,9 @@ def drive(ctx: Context, done: Callable[[list[Delivery]], bool], *, full_schedule
     """Let deliveries happen until ``done``; through the whole retry schedule when asked."""
     receiver = ctx.session.receiver()
     control = ctx.control
-    if control is None:
-        return receiver.wait_for(done, ctx.session.webhook_wait)
+    if control is None:  # real time, which the time budget bounds
+        wait = ctx.session.webhook_wait
+        return ctx.target.wait_until(lambda t: receiver.wait_for(done, t), wait, "deliveries")
     schedule = ctx.contract.full.limits.get("webhookDelivery", {})
     jitter = float(schedule.get("jitterRatio", 0.2))
     steps = [3600.0] + [b * (1 + jitter) + 1 for b in schedule.get("backoffSeconds", [60])]
@@ -447,9 +448,14 @@ def subscription_deliveries(ctx: Context) -> None:
         # the 503's retry took to come.
         retries = _retries_of(received[0], received)
         gap = retries[0].received_at - received[0].received_at if retries else 1.0
-        receiver.wait_for(
-            lambda ds: [_event_id(d) for d in ds].count(plan["reject"]) > 1,
+
+        def wrongly_retried(deliveries: list[Delivery]) -> bool:
+            return [_event_id(d) for d in deliveries].count(plan["reject"]) > 1
+
+        ctx.target.wait_until(
+            lambda t: receiver.wait_for(wrongly_retried, t),
             min(max(2 * gap, 1.0), ctx.session.webhook_wait),
+            "a wrong retry of the refused delivery",
         )
         received = receiver.received(path)
     for delivery in received:

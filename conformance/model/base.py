@@ -105,8 +105,8 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.run.begin_example(_is_final())
         try:
             self._open()
-        except BudgetExhausted:
-            raise self.run.out_of_budget() from None
+        except BudgetExhausted as exhausted:
+            raise self.run.out_of_budget(exhausted) from None
 
     # -- the example's life ---------------------------------------------------------------------
 
@@ -132,8 +132,8 @@ class WorkspaceModel(RuleBasedStateMachine):
                 self.read_balance(judge=True)
             if self.run.control is None:
                 self._remove_subscriptions()
-        except BudgetExhausted:
-            raise self.run.out_of_budget() from None
+        except BudgetExhausted as exhausted:
+            raise self.run.out_of_budget(exhausted) from None
 
     def _remove_subscriptions(self) -> None:
         kind = self._kind_of(api.SUBSCRIBE)

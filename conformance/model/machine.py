@@ -45,8 +45,8 @@ def step(function: Callable[..., None]) -> Callable[..., None]:
         self.steps_run += 1
         try:
             function(self, *args, **kwargs)
-        except BudgetExhausted:
-            raise self.run.out_of_budget() from None
+        except BudgetExhausted as exhausted:
+            raise self.run.out_of_budget(exhausted) from None
 
     return wrapper
 

@@ -16,7 +16,7 @@ from conformance.generation import Prepared
 from conformance.model import api
 from conformance.model.rules import RULES
 from conformance.runner import Context
-from conformance.target import Exchange
+from conformance.target import BUDGET_USED_UP, BudgetExhausted, Exchange
 
 DEFAULT_EXAMPLES = 12
 DEFAULT_STEPS = 15
@@ -55,10 +55,11 @@ class Plan:
     shrink_replays: int
 
 
-def plan_for(remaining: int | None) -> Plan:
-    """Examples and steps for the budget left: the default run, or fewer when it is short."""
+def plan_for(remaining: int | None, *, one: bool = False) -> Plan:
+    """Examples and steps for the budget left: the default run, or fewer when it is short;
+    ``one`` example only (a bounded run's breadth pass: judge once)."""
     per_example = DEFAULT_STEPS * REQUESTS_PER_STEP + 2
-    examples = DEFAULT_EXAMPLES
+    examples = 1 if one else DEFAULT_EXAMPLES
     if remaining is not None:
         examples = max(1, min(examples, (remaining - per_example) // per_example))
     return Plan(examples, DEFAULT_STEPS, per_example, SHRINK_REPLAYS)
@@ -131,7 +132,7 @@ class RunState:
     facts: Facts
     judged: Counter[str] = field(default_factory=Counter)
     notes: Counter[str] = field(default_factory=Counter)  # skip reasons, once per run each
-    stopped: bool = False  # the budget ran out (what was left is kept for a replay)
+    stopped: str | None = None  # why the budget ran out (what was left is kept for a replay)
     failing: bool = False  # a violation was seen: examples now are shrinking's replays
     failed_at: float = 0.0
     replays: int = 0
@@ -180,12 +181,13 @@ class RunState:
         """While no rule broke, the requests a replay of a failure needs are kept."""
         left = self.budget_left()
         if not self.failing and left is not None and left < self.plan.reserve:
-            self.stopped = True
-            raise StopRun("request budget used up")
+            self.stopped = BUDGET_USED_UP
+            raise StopRun(BUDGET_USED_UP)
 
-    def out_of_budget(self) -> StopRun:
-        self.stopped = True
-        return StopRun("request budget used up")
+    def out_of_budget(self, exhausted: BudgetExhausted) -> StopRun:
+        """The budget ran out: the request budget, or the time (``exhausted.reason``)."""
+        self.stopped = exhausted.reason
+        return StopRun(exhausted.reason)
 
 
 def control_curl(control: Any, method: str, path: str, body: Any = None) -> str:
