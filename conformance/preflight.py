@@ -24,7 +24,8 @@
   mock on ``--clock manual`` reached with ``--base-url`` keeps it still), and whether a ``429``
   outlasts the ``Retry-After`` it gave (1 request more, after that wait).
 * **``--receiver-url``**: a probe POSTed to it from here reaches the suite's receiver
-  (conformance/receiver.py), listening on ``--receiver-listen``.
+  (conformance/receiver.py), listening on ``--receiver-listen`` (where a check of the run
+  judges deliveries: ``Check.receives``).
 * **``--mock-url``**: whether the mock accepts the receiver's URL: a webhook subscription to it
   (1 request) in a sandbox of the preflight's own; ``400`` on the url means the mock lacks
   ``--allow-private-callbacks``. With ``--no-sandbox``: the clock its control plane tells
@@ -225,8 +226,10 @@ def preflight(config: RunConfig, where: Where, checks: list[Check]) -> Preflight
             _mock(config, where, target, found)
         else:
             _deployment(config, checks, target, found)
-        if config.receiver_url:
+        if config.receiver_url and any(c.receives and c.run is not None for c in checks):
             _receiver_reached(config, found)
+        elif config.receiver_url:
+            found.say("--receiver-url: not probed (no check of this run receives deliveries)")
     except SetupProblem as exc:
         found.problem = one_line(str(exc))
     except BudgetExhausted:

@@ -47,12 +47,13 @@ class Check:
     creates: bool = False
     needs_second_key: bool = False
     only_when_selected: bool = False
+    receives: bool = False  # it judges deliveries to the suite's webhook receiver
     deep: bool = False  # judges once in a bounded run's breadth pass, then adds depth
     cost: float = 1.0  # its share of a run's time, relative (for dealing shards and workers)
 
     @property
     def flags(self) -> list[str]:
-        names = ("spends", "creates", "needs_second_key", "only_when_selected")
+        names = ("spends", "creates", "needs_second_key", "only_when_selected", "receives")
         flags = [n.replace("_", "-") for n in names if getattr(self, n)]
         return flags + (["observer"] if self.observe else [])
 

@@ -451,6 +451,7 @@ def _job_of(delivery: Delivery) -> str | None:
     "POST /v1/video/render or of a 3D job",
     spends=True,
     creates=True,
+    receives=True,
 )
 def subscription_coverage(ctx: Context) -> None:
     _receiver_needed(ctx)
@@ -515,6 +516,7 @@ def subscription_coverage(ctx: Context) -> None:
     "operation that publishes a given job, so no publish is tried)",
     spends=True,
     creates=True,
+    receives=True,
 )
 def qa_failed_not_published(ctx: Context) -> None:
     control = ctx.require_control()

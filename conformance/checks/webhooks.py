@@ -401,6 +401,7 @@ def _trigger(ctx: Context) -> Exchange:
     "the same eventId on a retry after 503, no retry after 400, the secret never returned",
     spends=True,
     creates=True,
+    receives=True,
 )
 def subscription_deliveries(ctx: Context) -> None:
     _receiver_needed(ctx)
@@ -524,6 +525,7 @@ def _judge_retry(ctx: Context, first: Delivery, received: list[Delivery]) -> Non
     "same eventId on a retry after 503, the callbackSecret never echoed",
     spends=True,
     creates=True,
+    receives=True,
 )
 def callback_deliveries(ctx: Context) -> None:
     _receiver_needed(ctx)

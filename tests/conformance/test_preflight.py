@@ -295,6 +295,23 @@ def test_receiver_url_must_reach_the_suites_receiver(
         assert status == 2 and "--receiver-url does not reach" in the_one_line(err)
 
 
+@pytest.mark.parametrize(
+    ("only", "probed"),
+    [("webhooks-url-policy", False), ("webhooks-subscription-deliveries", True)],
+)
+def test_the_receiver_is_probed_only_for_a_run_that_receives_deliveries(
+    mock: Served, only: str, probed: bool, capsys: pytest.CaptureFixture[str]
+):
+    # An address nothing forwards: a setup problem only where a check awaits deliveries there.
+    argv = ["preflight", "--base-url", mock.base_url, "--api-key", OWNER, "--max-requests", "20",
+            "--receiver-url", f"http://127.0.0.1:{free_port()}", "--only", only]  # fmt: skip
+    status, out, err = outcome(argv, capsys)
+    if probed:
+        assert status == 2 and "--receiver-url does not reach" in the_one_line(err)
+    else:
+        assert status == 0 and "--receiver-url: not probed" in out
+
+
 # -- the bundled mock at --mock-url --------------------------------------------------------------
 
 
