@@ -43,6 +43,7 @@ try:
     )
     from conformance.checks import Check, all_checks
     from conformance.console import ProgressDisplay, print_report
+    from conformance.polling import DEFAULT_JOB_WAIT
     from conformance.profiles import PROFILES
     from conformance.progress import ProgressLog
     from conformance.signatures import check_timestamp_format, verify
@@ -169,6 +170,13 @@ def add_run_options(run_parser: argparse.ArgumentParser) -> None:
         "workflows-remix-pricing to see it refused before any charge (the mock has its own)",
     )
     how.add_argument("--max-requests", type=int, metavar="N", help="bound the whole run")
+    how.add_argument(
+        "--job-wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long a check polls a real deployment's job, at the recommended interval, "
+        f"before it skips (default {DEFAULT_JOB_WAIT:g})",
+    )
     how.add_argument("--seed", type=int, metavar="N", help="make generation reproducible")
     how.add_argument(
         "--only",
@@ -268,6 +276,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         receiver_listen=args.receiver_listen,
         receiver_url=args.receiver_url,
         webhook_wait=args.webhook_wait,
+        job_wait=args.job_wait,
         long_video_url=args.long_video_url,
         junit_xml=args.junit_xml,
         report_json=args.report_json,

@@ -32,6 +32,7 @@ from conformance.loopback import transport_for
 from mockserver.platform.tls import tls_context
 
 MAX_KEPT_BODY = 1 << 20
+WAKE_EVERY = 1.0  # seconds between two looks at what a wait with `until` waits for
 
 
 class _NoCookies(httpx.Cookies):
@@ -379,8 +380,10 @@ class Target:
 
     # -- waiting --------------------------------------------------------------------------------
 
-    def wait(self, seconds: float, why: str) -> None:
-        """Let time pass: the mock's clock moves; a real deployment is waited for (capped)."""
+    def wait(self, seconds: float, why: str, until: Callable[[], bool] | None = None) -> None:
+        """Let time pass: the mock's clock moves; a real deployment is waited for (capped).
+        With ``until``, the wait ends as soon as it holds (looked at every second: for what
+        arrives without a request, such as a delivery to the suite's receiver)."""
         if seconds <= 0:
             return
         if self.control is not None:
@@ -390,7 +393,12 @@ class Target:
         capped = f" (capped from {seconds:g} s)" if waited < seconds else ""
         self.notes.append(f"waited {waited:g} s{capped}: {why}")
         self.announce(waited, why)
-        self.sleep(waited)
+        if until is None:
+            self.sleep(waited)
+            return
+        while waited > 0 and not until():
+            self.sleep(min(WAKE_EVERY, waited))
+            waited -= WAKE_EVERY
 
     def announce(self, seconds: float, why: str) -> None:
         """Tell ``on_wait`` that the run now waits (at most) ``seconds`` of real time for
