@@ -43,6 +43,7 @@ from conformance.checks import Check, SelectionError, all_checks, select, shard
 from conformance.contract import Contract
 from conformance.mockprocess import START_SECONDS, MockProcess, MockStartError, fixture_keys
 from conformance.plan import Plan, plan_run, read_rate
+from conformance.polling import default_job_wait
 from conformance.preflight import Preflight, preflight
 from conformance.profiles import PROFILES
 from conformance.receiver import parse_listen
@@ -88,6 +89,7 @@ class RunConfig:
     receiver_listen: str = "127.0.0.1:0"
     receiver_url: str | None = None
     webhook_wait: float = 60.0  # seconds to wait for deliveries from a real deployment
+    job_wait: float | None = None  # seconds a check polls a deployment's job (None: the default)
     long_video_url: str | None = None  # a video longer than remix url sources may be
     junit_xml: Path | str | None = None
     report_json: Path | str | None = None
@@ -130,6 +132,8 @@ def validate(config: RunConfig) -> list[Check]:
             raise UsageError("--receiver-url must be an https URL a deployment can reach")
     if config.effective_profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(PROFILES)}")
+    if config.job_wait is not None and config.job_wait < 0:
+        raise UsageError("--job-wait must be at least 0 seconds")
     if config.max_requests is not None and config.max_requests < 1:
         raise UsageError("--max-requests must be at least 1")
     if config.time_budget is not None and config.time_budget <= 0:
@@ -418,6 +422,7 @@ def execute(
         receiver_listen=config.receiver_listen,
         receiver_url=config.receiver_url,
         webhook_wait=config.webhook_wait,
+        job_wait=default_job_wait(config) if config.job_wait is None else config.job_wait,
         long_video_url=config.long_video_url,
     )
     try:

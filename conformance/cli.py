@@ -44,6 +44,7 @@ try:
     from conformance.checks import Check, all_checks
     from conformance.console import ProgressDisplay, print_report
     from conformance.plan import parse_duration
+    from conformance.polling import DEFAULT_JOB_WAIT
     from conformance.profiles import PROFILES
     from conformance.progress import ProgressLog
     from conformance.signatures import check_timestamp_format, verify
@@ -178,6 +179,13 @@ def add_run_options(run_parser: argparse.ArgumentParser) -> None:
         "at the rate limit the deployment announces, every check judging once before any adds "
         "depth; waits that would end later are not made",
     )
+    how.add_argument(
+        "--job-wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long a check polls a real deployment's job, at the recommended interval, "
+        f"before it skips (default {DEFAULT_JOB_WAIT:g})",
+    )
     how.add_argument("--seed", type=int, metavar="N", help="make generation reproducible")
     how.add_argument(
         "--only",
@@ -278,6 +286,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         receiver_listen=args.receiver_listen,
         receiver_url=args.receiver_url,
         webhook_wait=args.webhook_wait,
+        job_wait=args.job_wait,
         long_video_url=args.long_video_url,
         junit_xml=args.junit_xml,
         report_json=args.report_json,

@@ -3,7 +3,8 @@
 A path parameter is filled from the list its path names, by REST convention: the list at the path
 before the parameter (``/v1/projects`` for ``/v1/projects/{projectId}/comments``), or else the
 list named after the parameter (``/v1/channels`` for ``channelId``). The first page of that list
-is read once per key; items answer their ``id``.
+is read once per key; items answer their ``id``. Ids a check keeps for itself (a subscription a
+prepare made, which must outlast the other checks) are never handed out.
 
 A check that needs a record of the workspace where the list is empty asks :func:`own_ids`: with
 writes allowed it creates one (the ``POST`` at the list's path), kept for the check that
@@ -30,6 +31,11 @@ class IdPool:
         self._ids: dict[tuple[str, str], list[str]] = {}
         # (list, key, check) -> ids created for that check, or why none could be
         self._created: dict[tuple[str, str, str | None], list[str] | str] = {}
+        self._kept: set[str] = set()
+
+    def keep_out(self, *ids: str | None) -> None:
+        """Never hand out these ids: a check holds them (other checks must not change them)."""
+        self._kept.update(i for i in ids if i is not None)
 
     def list_for(self, op: Operation | None, name: str) -> Operation | None:
         segments = op.path.split("/") if op is not None else []
@@ -55,7 +61,7 @@ class IdPool:
         key = (list_op.operation_id, auth)
         if key not in self._ids:
             self._ids[key] = self._read(list_op, auth)
-        return self._ids[key]
+        return [i for i in self._ids[key] if i not in self._kept]
 
     def _read(self, list_op: Operation, auth: str) -> list[str]:
         params: dict[str, Any] = {}

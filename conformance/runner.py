@@ -24,6 +24,7 @@ from conformance.contract import Contract, Operation
 from conformance.generation import Generator, Prepared, prepare
 from conformance.idpool import IdPool, own_ids
 from conformance.plan import WHOLE, Turn, share, turns
+from conformance.polling import DEFAULT_JOB_WAIT
 from conformance.receiver import Receiver
 from conformance.requestcheck import RequestChecker
 from conformance.responses import ResponseChecker
@@ -66,8 +67,10 @@ class Session:
     receiver_listen: str = "127.0.0.1:0"
     receiver_url: str | None = None
     webhook_wait: float = 60.0
+    job_wait: float = DEFAULT_JOB_WAIT  # --job-wait: how long a check polls a deployment's job
     long_video_url: str | None = None  # a video longer than the remix url source limit
     unavailable: set[str] = field(default_factory=set)
+    prepared: dict[str, Any] = field(default_factory=dict)  # check -> what its prepare answered
     _generator: Generator | None = None
     _ids: IdPool | None = None
     _receiver: Receiver | None = None
@@ -164,6 +167,11 @@ class Context:
     @property
     def control(self) -> Any:
         return self.session.target.control
+
+    @property
+    def prepared(self) -> Any:
+        """What this check's ``prepare`` returned (None: it has none)."""
+        return self.session.prepared.get(self.check.name)
 
     def operation(self, operation_id: str) -> Operation:
         return self.contract.held.operations[operation_id]
@@ -364,10 +372,16 @@ def run_checks(
     checks: list[Check],
     on_event: Listener | None = None,
 ) -> list[CheckResult]:
-    """Run ``checks`` (observers attached first); answer their results in order. The listener
-    hears ``check-start`` and ``check-end`` for each check's first turn, and ``depth-start`` and
-    ``depth-end`` for its later turns in a bounded run (a retry after the breadth pass, the
-    depth pass)."""
+    """Run ``checks`` (observers attached first); answer their results in the order given.
+
+    Against a deployment (no control plane) the checks that have a ``prepare`` are prepared
+    first, before any check runs (events ``prepare-start`` with the check, ``prepare-end`` with
+    its result), and take their turn after the others of the breadth pass (before any depth):
+    the long jobs their prepares start run while the other checks do. Against the bundled mock
+    (its world reset before each check) a check's prepare runs right before the check itself.
+    The listener hears ``check-start`` and ``check-end`` for each check's first turn, and
+    ``depth-start`` and ``depth-end`` for its later turns in a bounded run (a retry after the
+    breadth pass, the depth pass)."""
     emit = on_event or (lambda *_: None)
     results = {c.name: CheckResult(c.name, c.family, c.description) for c in checks}
     observers = [Context(session, c, results[c.name]) for c in checks if c.observe is not None]
@@ -395,7 +409,21 @@ def run_checks(
         return check.deep and _gate(session, check) is None
 
     try:
-        for turn in turns(checks, lambda: session.target.run_remaining, cut_short, deepens):
+        runnable = [c for c in checks if c.run is not None]
+        unprepared: set[str] = set()  # checks whose prepare was skipped or failed: not run
+        if session.target.control is None:
+            for check in (c for c in runnable if c.prepare is not None):
+                emit("prepare-start", check)
+                result = results[check.name]
+                if _gated(session, check, result) or not _prepare(
+                    session, check, result, contexts[check.name]
+                ):
+                    unprepared.add(check.name)
+                emit("prepare-end", result)
+            runnable.sort(key=lambda c: c.prepare is not None)  # stable: the prepared last
+        for turn in turns(runnable, lambda: session.target.run_remaining, cut_short, deepens):
+            if turn.check.name in unprepared:  # its result says why
+                continue
             result = results[turn.check.name]
             emit("depth-start" if turn.second else "check-start", turn.check)
             _take(session, turn, contexts[turn.check.name], cut)
@@ -443,21 +471,50 @@ def _budget_notes(target: Target, results: list[CheckResult]) -> None:
 def run_one(
     session: Session, check: Check, result: CheckResult, ctx: Context | None = None
 ) -> None:
-    result.ran = True
+    """Run one check (or one turn of it, in ``ctx``): gated, the mock's world reset, prepared
+    (unless the prepare phase did that already), then its ``run``."""
     target = session.target
-    reason = _gate(session, check)
-    if reason:
-        result.skipped[reason] += 1
+    if _gated(session, check, result):
         return
-    ctx = ctx or Context(session, check, result)
-    before = target.count
-    target.current_check = check.name
     if target.control is not None:
         target.control.reset()
         target.forget_windows()
+    # Against the mock the world was just reset: what an earlier turn prepared is gone.
+    fresh = target.control is not None or check.name not in session.prepared
+    unprepared = check.prepare is not None and fresh
+    if unprepared and not _prepare(session, check, result, ctx):
+        return
+    assert check.run is not None
+    _attempt(session, check, result, check.run, ctx)
+
+
+def _prepare(
+    session: Session, check: Check, result: CheckResult, ctx: Context | None = None
+) -> bool:
+    """Call ``check.prepare`` and keep what it answers for the check (``ctx.prepared``);
+    False when it was skipped or failed (the reason is in ``result``)."""
+    assert check.prepare is not None
+    done, value = _attempt(session, check, result, check.prepare, ctx)
+    if done:
+        session.prepared[check.name] = value
+    return done
+
+
+def _attempt(
+    session: Session,
+    check: Check,
+    result: CheckResult,
+    step: Callable[[Context], Any],
+    ctx: Context | None = None,
+) -> tuple[bool, Any]:
+    """Call ``step(ctx)``; (True, what it answered), or (False, None) with its skip or failure
+    recorded in ``result``. Its requests count towards the check's."""
+    target = session.target
+    ctx = ctx or Context(session, check, result)
+    before = target.count
+    target.current_check = check.name
     try:
-        assert check.run is not None
-        check.run(ctx)
+        return True, step(ctx)
     except Skip as skip:
         ctx.skip(skip.reason)
     except BudgetExhausted as exc:  # the request budget, the check's allowance, or the time
@@ -472,6 +529,16 @@ def run_one(
         target.current_check = None
         if check.observe is None:  # an observer counts the responses it judged instead
             result.requests += target.count - before
+    return False, None
+
+
+def _gated(session: Session, check: Check, result: CheckResult) -> bool:
+    """Whether the run may not run ``check`` (the reason recorded as its skip)."""
+    result.ran = True
+    reason = _gate(session, check)
+    if reason:
+        result.skipped[reason] += 1
+    return reason is not None
 
 
 def _gate(session: Session, check: Check) -> str | None:

@@ -36,6 +36,7 @@ from conformance.loopback import transport_for
 from mockserver.platform.tls import tls_context
 
 MAX_KEPT_BODY = 1 << 20
+WAKE_EVERY = 1.0  # seconds between two looks at what a wait with `until` waits for
 
 
 class _NoCookies(httpx.Cookies):
@@ -424,8 +425,10 @@ class Target:
 
     # -- waiting --------------------------------------------------------------------------------
 
-    def wait(self, seconds: float, why: str) -> None:
-        """Let time pass: the mock's clock moves; a real deployment is waited for (capped)."""
+    def wait(self, seconds: float, why: str, until: Callable[[], bool] | None = None) -> None:
+        """Let time pass: the mock's clock moves; a real deployment is waited for (capped).
+        With ``until``, the wait ends as soon as it holds (looked at every second: for what
+        arrives without a request, such as a delivery to the suite's receiver)."""
         if seconds <= 0:
             return
         if self.control is not None:
@@ -438,29 +441,18 @@ class Target:
         capped = f" (capped from {seconds:g} s)" if waited < seconds else ""
         self.notes.append(f"waited {waited:g} s{capped}: {why}")
         self.announce(waited, why)
-        self.sleep(waited)
+        if until is None:
+            self.sleep(waited)
+            return
+        while waited > 0 and not until():
+            self.sleep(min(WAKE_EVERY, waited))
+            waited -= WAKE_EVERY
 
     def announce(self, seconds: float, why: str) -> None:
         """Tell ``on_wait`` that the run now waits (at most) ``seconds`` of real time for
         ``why``: every real wait of a run is announced here, however it waits."""
         if self.on_wait is not None:
             self.on_wait(Wait.from_now(seconds, why, self.current_check))
-
-    def wait_until(self, ready: Callable[[float], bool], seconds: float, why: str) -> bool:
-        """Wait up to ``seconds`` (real time) for ``ready(timeout)`` (a wait that returns as
-        soon as what it waits for happens, such as a delivery), bounded by the deadline:
-        :class:`TimeBudgetExhausted` when the deadline cut the wait short in vain."""
-        left = self.time_left()
-        bounded = seconds if left is None else min(seconds, left)
-        if bounded <= 0 < seconds:
-            self._refused_wait(seconds, why)
-        if bounded > 0:
-            self.announce(bounded, why)
-        if ready(bounded):
-            return True
-        if bounded < seconds:
-            self._refused_wait(seconds - bounded, why)
-        return False
 
     def _refused_wait(self, seconds: float, why: str) -> None:
         if not any(note.startswith("the time budget") for note in self.notes):

@@ -14,6 +14,12 @@ of that family). Flags say what a check needs:
   takes its list of operations through ``ctx.share``.
 
 Observers (``observe``) judge every response the run receives, whoever sent the request.
+
+A check that waits for long work (a job that takes minutes) may have a ``prepare``
+(registered with :func:`prepares`): it starts that work and answers what it started, which the
+check reads as ``ctx.prepared``. Against a deployment every prepare runs before the first check
+and the prepared checks run last, so their jobs run while the other checks do
+(conformance/runner.py).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ class Check:
     description: str
     run: Callable[[Context], None] | None = None
     observe: Callable[[Context, Exchange], None] | None = None
+    prepare: Callable[[Context], Any] | None = None  # starts long work early; see prepares()
     spends: bool = False
     creates: bool = False
     needs_second_key: bool = False
@@ -68,6 +75,18 @@ def check(
 
     def register(function: Callable[[Context], None]) -> Callable[[Context], None]:
         REGISTRY[name] = Check(name, family, description, run=function, **flags)
+        return function
+
+    return register
+
+
+def prepares(name: str) -> Callable[[Callable[[Context], Any]], Callable[[Context], Any]]:
+    """Register ``function(ctx)`` as the prepare of the check ``name`` (registered before it):
+    it starts what the check will wait for and answers it (the check's ``ctx.prepared``); a
+    :class:`~conformance.runner.Skip` it raises skips the check."""
+
+    def register(function: Callable[[Context], Any]) -> Callable[[Context], Any]:
+        REGISTRY[name] = replace(REGISTRY[name], prepare=function)
         return function
 
     return register

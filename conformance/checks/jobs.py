@@ -4,10 +4,11 @@ Jobs are started by the paid operations whose success answers a ``job`` (generat
 one job per operation), then polled while time passes: against the bundled mock its manual clock
 is moved through the control plane, at the recommended polling interval the contract states and
 then in longer steps, until every job is terminal (or the mock has run two hours); against a
-real deployment the run waits that interval between reads, for at most ``--webhook-wait``
-seconds in all. The set of statuses and its terminal values are read from the contract
-(``JobStatus``); where the profile leaves the in-flight values open, only terminal values are
-held to their rules.
+real deployment the jobs are started in the prepare phase, so that they run while the other
+checks do, and read at that interval for at most ``--job-wait`` seconds (conformance/polling.py).
+A footage edit that waits for a person to approve its cuts is not waited for. The set of
+statuses and its terminal values are read from the contract (``JobStatus``); where the profile
+leaves the in-flight values open, only terminal values are held to their rules.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.checks import check
+from conformance.checks import check, prepares
 from conformance.checks.idempotency import first_success
 from conformance.contract import ContractView, Operation
+from conformance.polling import beyond, job_polls, of_limit, polling_interval
 from conformance.refusals import refusal, refused_since
 from conformance.runner import Context, Skip
 from conformance.target import Exchange
@@ -28,11 +30,12 @@ FAMILY = "jobs"
 READ_JOB = "getJob"
 RENDER = "renderVideo"  # its done jobs carry `download` and the deprecated copy `video`
 RENDER_KIND = "render"  # the contract's JobKind of a render job (where `kind` is returned)
-DEFAULT_INTERVAL = 30.0  # seconds, when the contract states no polling interval
 MOCK_HORIZON = 7200.0  # mock seconds a lifecycle is followed for
 TERMINAL_REREADS = 2  # reads of a terminal job after the one that saw it terminal
 NOT_TERMINAL = "a job was still in flight when polling ended"
-_INTERVAL = re.compile(r"polling interval:?\s*(\d+)\s*to\s*(\d+)\s*seconds", re.I)
+# "job.awaiting_approval: a footage edit waits for a person to approve its cuts"
+AWAITING_PERSON = "awaiting_approval"
+HELD = "a footage edit waits for a person to approve its cuts: not followed to its end"
 _REPLACEMENT = re.compile(r"use `([^`]+)`")
 
 
@@ -87,14 +90,6 @@ def done_status(view: ContractView) -> str:
     return "done"
 
 
-def polling_interval(ctx: Context) -> float:
-    """The recommended interval between reads of a job (the contract's upper bound)."""
-    op = ctx.contract.full.operations.get(READ_JOB)
-    text = " ".join(str(op.definition.get("description", "")).split()) if op else ""
-    found = _INTERVAL.search(text)
-    return float(found.group(2)) if found else DEFAULT_INTERVAL
-
-
 @dataclass
 class Tracked:
     """One job being followed."""
@@ -106,6 +101,7 @@ class Tracked:
     reads_after_terminal: int = 0
     last: dict[str, Any] | None = None
     gone: bool = False
+    held: bool = False  # it waits for a person (a footage edit's cuts to approve)
 
     @property
     def render(self) -> bool:
@@ -114,8 +110,10 @@ class Tracked:
 
     @property
     def wanted(self) -> bool:
-        return not self.gone and (
-            self.terminal is None or self.reads_after_terminal < TERMINAL_REREADS
+        return (
+            not self.gone
+            and not self.held
+            and (self.terminal is None or self.reads_after_terminal < TERMINAL_REREADS)
         )
 
 
@@ -154,9 +152,9 @@ def _read_path(ctx: Context) -> tuple[Operation, str]:
     return op, op.path_parameters[0].name
 
 
-def read_job(ctx: Context, tracked: Tracked) -> tuple[Exchange, dict[str, Any] | None]:
+def read_job(ctx: Context, job_id: str) -> tuple[Exchange, dict[str, Any] | None]:
     op, name = _read_path(ctx)
-    exchange = ctx.call(op, path_parameters={name: tracked.job_id})
+    exchange = ctx.call(op, path_parameters={name: job_id})
     body = exchange.json()
     job = body.get("job") if isinstance(body, dict) else None
     ok = exchange.status == 200 and isinstance(job, dict)
@@ -173,18 +171,21 @@ def follow(
     horizon: float | None = None,
 ) -> float:
     """Read every wanted job, let time pass, again, until none is wanted or the horizon is
-    reached; ``on_read(tracked, exchange, job)`` judges each read. Answers the seconds waited."""
-    interval = polling_interval(ctx)
+    reached (against a deployment: ``--job-wait``); ``on_read(tracked, exchange, job)`` judges
+    each read. Answers the seconds waited."""
+    interval = polling_interval(ctx.contract)
     terminal = statuses(ctx.held).terminal
     mock = ctx.control is not None
     if horizon is None:
-        horizon = MOCK_HORIZON if mock else ctx.session.webhook_wait
+        horizon = MOCK_HORIZON if mock else ctx.session.job_wait
     waited = 0.0
     while True:
         for tracked in [t for t in jobs if t.wanted]:
-            exchange, job = read_job(ctx, tracked)
+            exchange, job = read_job(ctx, tracked.job_id)
             if job is None and exchange.status in (429, 503):
                 ctx.skip("a job read was refused for now (429 or 503)")
+                if tracked.terminal is not None:  # a read again all the same
+                    tracked.reads_after_terminal += 1
                 continue
             if job is None:
                 tracked.gone = True
@@ -205,12 +206,49 @@ def follow(
             tracked.statuses.append(str(status))
             if tracked.terminal is None and status in terminal:
                 tracked.terminal = str(status)
+            tracked.held = status == AWAITING_PERSON
         if not any(t.wanted for t in jobs) or waited >= horizon:
             return waited
         # The recommended interval; on the mock's free clock, longer steps as the run goes on.
         step = max(interval, waited / 2) if mock else min(interval, horizon - waited)
-        ctx.target.wait(step, "polling jobs at the recommended interval")
+        unfinished = sum(1 for t in jobs if t.wanted and t.terminal is None)
+        if not unfinished and not mock:
+            continue  # only the reads again of ended jobs are left: no need to wait for them
+        why = f"{unfinished} job(s) to end, read every {interval:g} s"
+        ctx.target.wait(step, of_limit(why, waited + step, horizon, interval))
         waited += step
+
+
+MOCK_HOURS = 8  # hours of the mock's clock until_terminal moves at most
+
+
+def until_terminal(ctx: Context, job_ids: list[str]) -> dict[str, str | None]:
+    """Read the jobs until every one is terminal; their last statuses (None: unreadable).
+    The mock's clock is moved an hour at a time (its due deliveries made); a deployment is
+    read at the recommended interval for at most ``--job-wait`` seconds."""
+    terminal = statuses(ctx.held).terminal
+
+    def read() -> dict[str, str | None]:
+        return {j: (read_job(ctx, j)[1] or {}).get("status") for j in job_ids}
+
+    def ended(found: dict[str, str | None]) -> bool:
+        return all(s in terminal for s in found.values())
+
+    found = read()
+    if ctx.control is not None:
+        for _ in range(MOCK_HOURS - 1):
+            if ended(found):
+                break
+            ctx.control.advance(3600)
+            ctx.control.flush_deliveries()
+            found = read()
+        return found
+    if not ended(found):
+        for _ in job_polls(ctx, f"job {', '.join(job_ids)} to end"):
+            found = read()
+            if ended(found):
+                break
+    return found
 
 
 def _pointer(op: Operation) -> str:
@@ -246,13 +284,7 @@ def judge_render_artifacts(ctx: Context, tracked: Tracked, exchange: Exchange) -
     spends=True,
 )
 def status_closed_set(ctx: Context) -> None:
-    ops = job_starters(ctx)
-    if not ops:
-        raise Skip("no operation that starts a job may be called")
-    mark = ctx.target.count
-    jobs = start_jobs(ctx, ops)
-    if not jobs:
-        raise Skip(refusal("no job could be started", refused_since(ctx, mark, ops)))
+    jobs: list[Tracked] = ctx.prepared
     known = statuses(ctx.held)
     quote = ctx.held.quote("#/components/schemas/JobStatus")
     read_quote = ctx.held.quote(_pointer(_read_path(ctx)[0]))
@@ -286,12 +318,27 @@ def status_closed_set(ctx: Context) -> None:
             tracked.last = job
             judge_render_artifacts(ctx, tracked, exchange)
 
-    waited = follow(ctx, jobs, judge)
+    follow(ctx, jobs, judge)
     for tracked in jobs:
-        if tracked.terminal is None and not tracked.gone:
+        if tracked.held:
+            ctx.skip(HELD)
+        elif tracked.terminal is None and not tracked.gone:
             ctx.skip(NOT_TERMINAL)
     if not any(t.terminal for t in jobs):
-        raise Skip(
-            f"no job reached a terminal state within {waited:g} s of polling "
-            "(a longer --webhook-wait lets a real deployment's jobs finish)"
-        )
+        what = "no job reached a terminal state"
+        if ctx.control is not None:
+            raise Skip(f"{what} within {MOCK_HORIZON:g} s of the mock's clock")
+        raise Skip(beyond(ctx, what))
+
+
+@prepares("jobs-status-closed-set")
+def start_every_kind(ctx: Context) -> list[Tracked]:
+    """One job of every operation that starts one (they run while other checks do)."""
+    ops = job_starters(ctx)
+    if not ops:
+        raise Skip("no operation that starts a job may be called")
+    mark = ctx.target.count
+    jobs = start_jobs(ctx, ops)
+    if not jobs:
+        raise Skip(refusal("no job could be started", refused_since(ctx, mark, ops)))
+    return jobs

@@ -26,10 +26,11 @@ from hypothesis import seed as hypothesis_seed
 from schemathesis import GenerationMode
 from schemathesis.core.transport import Response
 
-from conformance.checks import check, observer
+from conformance.checks import check, observer, prepares
 from conformance.checks.jobs import (
     RENDER,
     RENDER_KIND,
+    Tracked,
     deprecated_in,
     follow,
     job_starters,
@@ -39,6 +40,7 @@ from conformance.checks.jobs import (
 from conformance.contract import ContractView, Operation, link_value
 from conformance.generation import prepare, salted
 from conformance.plan import BREADTH
+from conformance.polling import beyond
 from conformance.refusals import refusal, refused_since
 from conformance.requestcheck import negatable
 from conformance.runner import INFERRED_OPERATION, Context, Skip
@@ -592,21 +594,28 @@ def deprecated_fields(ctx: Context) -> None:
         if ctx.unavailable(exchange):
             continue
         judged += _judge_deprecated(ctx, op, exchange, set())[0]
-    judged += _done_render(ctx)
+    judged += _done_render(ctx, ctx.prepared)
     if not judged:
         raise Skip("no response read could carry a deprecated field beside its replacement")
 
 
-def _done_render(ctx: Context) -> int:
-    """Judge the reads of a render job followed to its end (when a render may be started)."""
+@prepares("schema-deprecated-fields")
+def _start_render(ctx: Context) -> list[Tracked]:
+    """A render job (when a render may be started), to be followed to its end."""
     starters = job_starters(ctx, only=[RENDER])
     if not starters:
         ctx.skip("a done render job needs a paid render (--allow-spend)")
-        return 0
+        return []
     mark = ctx.target.count
     jobs = start_jobs(ctx, starters)
     if not jobs:
         ctx.skip(refusal("no render job could be started", refused_since(ctx, mark, starters)))
+    return jobs
+
+
+def _done_render(ctx: Context, jobs: list[Tracked]) -> int:
+    """Judge the reads of the render jobs started, followed to their end."""
+    if not jobs:
         return 0
     read = ctx.contract.full.operations["getJob"]
     renders = {job.job_id for job in jobs}
@@ -617,4 +626,6 @@ def _done_render(ctx: Context) -> int:
         judged += _judge_deprecated(ctx, read, exchange, renders)[0]
 
     follow(ctx, jobs, judge)
+    if not any(job.terminal for job in jobs):
+        ctx.skip(beyond(ctx, "the render job did not end"))
     return judged

@@ -18,11 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from conformance.checks import check
+from conformance.checks import check, prepares
 from conformance.checks.idempotency import balance, first_success, resource_id
+from conformance.checks.jobs import MOCK_HOURS, until_terminal
+from conformance.checks.jobs import statuses as job_statuses
 from conformance.checks.webhooks import _callback_operations, _receiver_needed, _subscribe, drive
 from conformance.contract import Operation
 from conformance.mockprocess import FixtureKey, fixture_keys
+from conformance.polling import WEBHOOK_WAIT, beyond
 from conformance.receiver import Delivery
 from conformance.refusals import refusal, refused_since
 from conformance.runner import Context, Skip
@@ -40,7 +43,6 @@ READS = 3  # free reads (or exempt calls) a probe makes between its two measurem
 
 NEEDS_RESTRICTED = "needs a key that cannot spend (--restricted-key)"
 NEEDS_TWO_KEYS = "needs two keys of one person"
-NOT_TERMINAL = "the job did not reach a terminal state within the wait"
 
 Q_CAPABILITIES = "GET /v1/capabilities: Free; never billed."
 Q_OPENAPI = (
@@ -399,36 +401,11 @@ def _start_job(
     return None if found is None else (op, str(resource_id(found[2].json())))
 
 
-def _terminal_statuses(ctx: Context) -> set[str]:
-    schema = ctx.held.document["components"]["schemas"].get("JobTerminalStatus", {})
-    return set(schema.get("enum", []))
-
-
 def _read_job(ctx: Context, job_id: str) -> tuple[Exchange, dict[str, Any] | None]:
     exchange = ctx.call(_op(ctx, GET_JOB), path_parameters={"jobId": job_id})
     body = exchange.json()
     job = body.get("job") if isinstance(body, dict) else None
     return exchange, job if isinstance(job, dict) else None
-
-
-def _until_terminal(ctx: Context, job_ids: list[str]) -> dict[str, str | None]:
-    """Let time pass until every job is terminal (or the wait is over); their statuses."""
-    terminal = _terminal_statuses(ctx)
-    waited, step = 0.0, 15.0  # the recommended polling interval: 15 to 30 seconds
-    statuses: dict[str, str | None] = {}
-    for _ in range(8):
-        statuses = {j: (_read_job(ctx, j)[1] or {}).get("status") for j in job_ids}
-        if all(s in terminal for s in statuses.values()):
-            break
-        if ctx.control is not None:
-            ctx.control.advance(3600)
-            ctx.control.flush_deliveries()
-        elif waited >= ctx.session.webhook_wait:
-            break
-        else:
-            ctx.target.wait(step, "polling the jobs until they are terminal")
-            waited += step
-    return statuses
 
 
 def _body(delivery: Delivery) -> dict[str, Any]:
@@ -454,6 +431,57 @@ def _job_of(delivery: Delivery) -> str | None:
     receives=True,
 )
 def subscription_coverage(ctx: Context) -> None:
+    path, silent, edit = ctx.prepared
+    receiver = ctx.session.receiver()
+    statuses = until_terminal(ctx, list(silent))
+    terminal = job_statuses(ctx.held).terminal
+    if not isinstance(edit, str):  # heard by now, or within --webhook-wait, as the jobs ended
+        edit_id = edit[1]
+
+        def edit_heard(deliveries: list[Delivery]) -> bool:
+            return any(d.path == path and _job_of(d) == edit_id for d in deliveries)
+
+        drive(ctx, edit_heard, full_schedule=False)
+    received = receiver.received(path)
+    for job_id, op in silent.items():
+        heard = [d for d in received if _job_of(d) == job_id]
+        if statuses.get(job_id) not in terminal and not heard:
+            what = f"the job of {op.label} did not end"
+            mock = f"{what} within {MOCK_HOURS} hours of the mock's clock"
+            ctx.skip(beyond(ctx, what) if ctx.control is None else mock)
+            continue
+        ctx.expect(
+            not heard,
+            "not-covered",
+            f"the subscription received {len(heard)} deliveries "
+            f"({', '.join(sorted({str(_body(d).get('event')) for d in heard}))}) for job "
+            f"{job_id} of {op.label}",
+            quote=_quote(ctx, "#/paths/~1v1~1webhook-subscriptions/post", Q_COVERAGE),
+            subject=op.label,
+        )
+    if isinstance(edit, str):
+        ctx.skip(edit)
+        return
+    heard = any(_job_of(d) == edit[1] for d in received)
+    if not heard and ctx.control is None:
+        ctx.skip(beyond(ctx, f"no delivery of footage edit {edit[1]} arrived", WEBHOOK_WAIT))
+        return
+    ctx.expect(
+        heard,
+        "covered",
+        f"no delivery reached the subscription for footage edit {edit[1]}",
+        quote=_quote(ctx, "#/paths/~1v1~1webhook-subscriptions/post", Q_COVERAGE),
+        subject=edit[0].label,
+    )
+
+
+@prepares("webhooks-subscription-coverage")
+def _start_jobs(
+    ctx: Context,
+) -> tuple[str, dict[str, Operation], tuple[Operation, str] | str]:
+    """A subscription to every event, then a render and a 3D job it must not hear of and a
+    footage edit it must hear of (they run while the other checks do): the receiver's path,
+    {job id: its operation} of the silent jobs, and the edit (or why it could not start)."""
     _receiver_needed(ctx)
     receiver = ctx.session.receiver()
     path = f"/conformance/{secrets.token_hex(6)}/coverage"
@@ -469,43 +497,16 @@ def subscription_coverage(ctx: Context) -> None:
     if not silent:
         tried = [op for op in ctx.held.operations.values() if op.operation_id in (RENDER, *MODELS)]
         raise Skip(refusal("no render or 3D job could be started", refused_since(ctx, mark, tried)))
-    statuses = _until_terminal(ctx, list(silent))
-    terminal = _terminal_statuses(ctx)
     mark = ctx.target.count
     edit = _start_job(ctx, FOOTAGE_EDIT, None)
-    if edit is not None:  # its deliveries come after any the silent jobs caused
-        edit_id = edit[1]
-
-        def edit_heard(deliveries: list[Delivery]) -> bool:
-            return any(d.path == path and _job_of(d) == edit_id for d in deliveries)
-
-        drive(ctx, edit_heard, full_schedule=False)
-    received = receiver.received(path)
-    for job_id, op in silent.items():
-        heard = [d for d in received if _job_of(d) == job_id]
-        if statuses.get(job_id) not in terminal and not heard:
-            ctx.skip(NOT_TERMINAL)
-            continue
-        ctx.expect(
-            not heard,
-            "not-covered",
-            f"the subscription received {len(heard)} deliveries "
-            f"({', '.join(sorted({str(_body(d).get('event')) for d in heard}))}) for job "
-            f"{job_id} of {op.label}",
-            quote=_quote(ctx, "#/paths/~1v1~1webhook-subscriptions/post", Q_COVERAGE),
-            subject=op.label,
-        )
     if edit is None:
         edits = [op for op in ctx.held.operations.values() if op.operation_id == FOOTAGE_EDIT]
-        ctx.skip(refusal("no footage edit could be started", refused_since(ctx, mark, edits)))
-        return
-    ctx.expect(
-        any(_job_of(d) == edit[1] for d in received),
-        "covered",
-        f"no delivery reached the subscription for footage edit {edit[1]}",
-        quote=_quote(ctx, "#/paths/~1v1~1webhook-subscriptions/post", Q_COVERAGE),
-        subject=edit[0].label,
-    )
+        return (
+            path,
+            silent,
+            refusal("no footage edit could be started", refused_since(ctx, mark, edits)),
+        )
+    return path, silent, edit
 
 
 @check(
@@ -543,7 +544,7 @@ def qa_failed_not_published(ctx: Context) -> None:
     if decided.status_code >= 400:
         raise Skip(f"the control plane did not decide the job's outcome ({decided.status_code})")
     quote = _quote(ctx, "#/paths/~1v1~1jobs~1{jobId}/get", Q_QA_FAILED)
-    if _until_terminal(ctx, [job_id]).get(job_id) != "qa_failed":
+    if until_terminal(ctx, [job_id]).get(job_id) != "qa_failed":
         raise Skip("the job did not end qa_failed")
     exchange, job = _read_job(ctx, job_id)
     ctx.expect(

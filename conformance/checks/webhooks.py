@@ -3,7 +3,11 @@
 Operations are named by ``operationId`` (stable in v1); what a delivery carries (its headers, its
 body schema, ``schemaVersion``) is read from the contract's ``webhooks`` and ``callbacks``.
 Against the bundled mock, time is moved with the mock's clock so that jobs finish and retries
-fall due; against a real deployment the receiver is waited for (``--webhook-wait`` seconds).
+fall due; against a real deployment the subscription and the job with a callback are started
+in the prepare phase, so that their deliveries and retries happen while the other checks run,
+then the job is polled until it ends (``--job-wait`` seconds) and the receiver is waited for
+(``--webhook-wait`` seconds); what did not happen within those waits is skipped, naming the
+wait, never failed (conformance/polling.py).
 """
 
 from __future__ import annotations
@@ -12,17 +16,21 @@ import ipaddress
 import json
 import secrets
 import socket
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import jsonschema_rs
 
-from conformance.checks import check
+from conformance.checks import check, prepares
 from conformance.checks.idempotency import resource_id
+from conformance.checks.jobs import statuses, until_terminal
 from conformance.contract import Operation
 from conformance.idpool import missing, own_ids
-from conformance.receiver import Delivery
+from conformance.polling import WEBHOOK_WAIT, beyond, wait_for_deliveries
+from conformance.receiver import DELIVERIES, Delivery
 from conformance.refusals import payment_refused, refusal, refused_since
 from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
 from conformance.signatures import check_timestamp_format, verify
@@ -322,13 +330,19 @@ def _event_id(delivery: Delivery) -> str | None:
     return body.get("eventId") if isinstance(body, dict) else None
 
 
-def drive(ctx: Context, done: Callable[[list[Delivery]], bool], *, full_schedule: bool) -> bool:
-    """Let deliveries happen until ``done``; through the whole retry schedule when asked."""
+def drive(
+    ctx: Context,
+    done: Callable[[list[Delivery]], bool],
+    *,
+    full_schedule: bool,
+    why: str = DELIVERIES,
+) -> bool:
+    """Let deliveries happen until ``done``; through the whole retry schedule when asked.
+    Against a deployment the receiver is looked at every second, for ``--webhook-wait``."""
     receiver = ctx.session.receiver()
     control = ctx.control
-    if control is None:  # real time, which the time budget bounds
-        wait = ctx.session.webhook_wait
-        return ctx.target.wait_until(lambda t: receiver.wait_for(done, t), wait, "deliveries")
+    if control is None:
+        return wait_for_deliveries(ctx, lambda: receiver.wait_for(done, 0), why)
     schedule = ctx.contract.full.limits.get("webhookDelivery", {})
     jitter = float(schedule.get("jitterRatio", 0.2))
     steps = [3600.0] + [b * (1 + jitter) + 1 for b in schedule.get("backoffSeconds", [60])]
@@ -343,6 +357,8 @@ def drive(ctx: Context, done: Callable[[list[Delivery]], bool], *, full_schedule
 
 
 def _subscribe(ctx: Context, url: str, secret: str) -> tuple[Exchange, str | None]:
+    """A subscription of the receiver's ``url`` to every event; its id is kept out of the ids
+    other checks are handed (it must outlast them)."""
     op = ctx.held.operations[SUBSCRIBE]
     events = ctx.held.resolve(ctx.held.document["components"]["schemas"]["SubscriptionEventName"])
     body = {"url": url, "events": list(events.get("enum", [])), "secret": secret}
@@ -356,7 +372,9 @@ def _subscribe(ctx: Context, url: str, secret: str) -> tuple[Exchange, str | Non
             exchange=exchange,
         )
         raise Skip("the subscription could not be created")
-    return exchange, resource_id(exchange.json())
+    subscription_id = resource_id(exchange.json())
+    ctx.session.ids.keep_out(subscription_id)  # other checks must not change or delete it
+    return exchange, subscription_id
 
 
 def _not_echoed(ctx: Context, exchange: Exchange, secret: str, field: str) -> None:
@@ -375,14 +393,15 @@ def _receiver_needed(ctx: Context) -> None:
         raise Skip(NEEDS_RECEIVER)
 
 
-def _trigger(ctx: Context) -> Exchange:
-    mark, tried = ctx.target.count, []
-    for operation_id in TRIGGERS:
-        op = ctx.held.operations.get(operation_id)
-        if op is None or ctx.why_not_send(op):
-            continue
-        tried.append(op)
-        prepared = ctx.sample(op, salt="trigger", idempotency_key=ctx.new_key())
+def _first_started(
+    ctx: Context,
+    ops: list[Operation],
+    salt: str,
+    body_update: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Exchange | None:
+    """The first success of one generated request to each of ``ops`` in turn (None: none)."""
+    for op in ops:
+        prepared = ctx.sample(op, salt=salt, idempotency_key=ctx.new_key(), body_update=body_update)
         if prepared is None:
             continue
         exchange = ctx.send(prepared, op)
@@ -390,8 +409,18 @@ def _trigger(ctx: Context) -> Exchange:
             continue
         if 200 <= exchange.status < 300:
             return exchange
-    answers = refused_since(ctx, mark, tried)
-    raise Skip(refusal("no subscription event could be triggered", answers))
+    return None
+
+
+def _trigger(ctx: Context) -> Exchange:
+    ops = [ctx.held.operations.get(operation_id) for operation_id in TRIGGERS]
+    tried = [op for op in ops if op is not None and not ctx.why_not_send(op)]
+    mark = ctx.target.count
+    started = _first_started(ctx, tried, "trigger")
+    if started is None:
+        answers = refused_since(ctx, mark, tried)
+        raise Skip(refusal("no subscription event could be triggered", answers))
+    return started
 
 
 @check(
@@ -404,6 +433,70 @@ def _trigger(ctx: Context) -> Exchange:
     receives=True,
 )
 def subscription_deliveries(ctx: Context) -> None:
+    probe: SubscriptionProbe = ctx.prepared
+    receiver = ctx.session.receiver()
+    path, plan, secret, subscription_id = probe.path, probe.plan, probe.secret, probe.id
+
+    def retried(deliveries: list[Delivery]) -> bool:
+        mine = [d for d in deliveries if d.path == path]
+        return bool(mine) and bool(_retries_of(mine[0], mine)) and "reject" in plan
+
+    if not drive(ctx, retried, full_schedule=True) and "reject" not in plan:
+        _trigger(ctx)  # a second event, for the 400 probe
+        drive(ctx, retried, full_schedule=True)
+    received = receiver.received(path)
+    if not received:
+        if ctx.control is None:
+            raise Skip(beyond(ctx, "no subscription delivery arrived", WEBHOOK_WAIT))
+        ctx.fail("delivered", "no delivery reached the receiver", quote="Subscriptions …")
+        return
+    if "reject" in plan and ctx.control is None:
+        # A real deployment retries on its own clock: give a wrong retry of the 400 as long as
+        # the 503's retry took to come.
+        retries = _retries_of(received[0], received)
+        gap = retries[0].received_at - received[0].received_at if retries else 1.0
+        rejected = next(d for d in received if _event_id(d) == plan["reject"])
+        since = time.monotonic() - rejected.received_at  # it ran while other checks did
+        wait_for_deliveries(
+            ctx,
+            lambda: [_event_id(d) for d in receiver.received(path)].count(plan["reject"]) > 1,
+            f"a wrong retry of event {plan['reject']}, answered 400",
+            min(max(2 * gap, 1.0), ctx.session.webhook_wait) - since,
+        )
+        received = receiver.received(path)
+    for delivery in received:
+        judge_delivery(ctx, delivery, secret, None, {"X-Service-Subscription-Id": subscription_id})
+    _judge_retry(ctx, received[0], received)
+    ids = [_event_id(d) for d in received]
+    if "reject" in plan:
+        ctx.expect(
+            ids.count(plan["reject"]) == 1,
+            "no-retry-after-400",
+            f"event {plan['reject']} was delivered {ids.count(plan['reject'])} times although "
+            "the receiver answered 400",
+            quote="Network errors, 408, 429 and 5xx are retried with increasing backoff; other "
+            "4xx are a permanent rejection.",
+        )
+    else:
+        ctx.skip("only one event was delivered (no 400 probe)")
+
+
+@dataclass(frozen=True)
+class SubscriptionProbe:
+    """A subscription to every event, its receiver scripted to answer 503 to the first event
+    and 400 to another (the subscription check's prepare): what it has planned is filled in
+    as deliveries come (``retry``, ``reject``: event ids)."""
+
+    path: str
+    plan: dict[str, str]
+    secret: str
+    id: str | None
+
+
+@prepares("webhooks-subscription-deliveries")
+def _subscribe_early(ctx: Context) -> SubscriptionProbe:
+    """Subscribe and trigger an event: against a deployment, the first delivery, its retry
+    and the 400 probe happen while the other checks run (their jobs' events count too)."""
     _receiver_needed(ctx)
     receiver = ctx.session.receiver()
     path = f"/conformance/{secrets.token_hex(6)}/subscription"
@@ -432,48 +525,7 @@ def subscription_deliveries(ctx: Context) -> None:
             "secret",
         )
     _trigger(ctx)
-
-    def retried(deliveries: list[Delivery]) -> bool:
-        mine = [d for d in deliveries if d.path == path]
-        return bool(mine) and bool(_retries_of(mine[0], mine)) and "reject" in plan
-
-    if not drive(ctx, retried, full_schedule=True) and "reject" not in plan:
-        _trigger(ctx)  # a second event, for the 400 probe
-        drive(ctx, retried, full_schedule=True)
-    received = receiver.received(path)
-    if not received:
-        ctx.fail("delivered", "no delivery reached the receiver", quote="Subscriptions …")
-        return
-    if "reject" in plan and ctx.control is None:
-        # A real deployment retries on its own clock: give a wrong retry of the 400 as long as
-        # the 503's retry took to come.
-        retries = _retries_of(received[0], received)
-        gap = retries[0].received_at - received[0].received_at if retries else 1.0
-
-        def wrongly_retried(deliveries: list[Delivery]) -> bool:
-            return [_event_id(d) for d in deliveries].count(plan["reject"]) > 1
-
-        ctx.target.wait_until(
-            lambda t: receiver.wait_for(wrongly_retried, t),
-            min(max(2 * gap, 1.0), ctx.session.webhook_wait),
-            "a wrong retry of the refused delivery",
-        )
-        received = receiver.received(path)
-    for delivery in received:
-        judge_delivery(ctx, delivery, secret, None, {"X-Service-Subscription-Id": subscription_id})
-    _judge_retry(ctx, received[0], received)
-    ids = [_event_id(d) for d in received]
-    if "reject" in plan:
-        ctx.expect(
-            ids.count(plan["reject"]) == 1,
-            "no-retry-after-400",
-            f"event {plan['reject']} was delivered {ids.count(plan['reject'])} times although "
-            "the receiver answered 400",
-            quote="Network errors, 408, 429 and 5xx are retried with increasing backoff; other "
-            "4xx are a permanent rejection.",
-        )
-    else:
-        ctx.skip("only one event was delivered (no 400 probe)")
+    return SubscriptionProbe(path, plan, secret, subscription_id)
 
 
 def _same_event(delivery: Delivery) -> tuple[Any, ...]:
@@ -508,6 +560,9 @@ def _judge_retry(ctx: Context, first: Delivery, received: list[Delivery]) -> Non
             quote=quote,
             delivery=_show(retries[0]),
         )
+    elif ctx.control is None:
+        what = f"event {original}, answered 503, was not delivered again"
+        ctx.skip(beyond(ctx, what, WEBHOOK_WAIT))
     elif ctx.profile == "full":
         ctx.fail(
             "retry-same-event-id",
@@ -516,6 +571,16 @@ def _judge_retry(ctx: Context, first: Delivery, received: list[Delivery]) -> Non
         )
     else:
         ctx.skip("no retry within the wait (the retry schedule is not stated)")
+
+
+@dataclass(frozen=True)
+class CallbackJob:
+    """A job started with a callback to the receiver (the callback check's prepare)."""
+
+    path: str  # the receiver's path the callback goes to
+    secret: str
+    started: Exchange
+    job_id: str | None
 
 
 @check(
@@ -528,49 +593,29 @@ def _judge_retry(ctx: Context, first: Delivery, received: list[Delivery]) -> Non
     receives=True,
 )
 def callback_deliveries(ctx: Context) -> None:
-    _receiver_needed(ctx)
+    job: CallbackJob = ctx.prepared
     receiver = ctx.session.receiver()
-    ops = [op for op in _callback_operations(ctx) if ctx.why_not_send(op) is None]
-    if not ops:
-        raise Skip("no operation with a callback may be called")
-    path = f"/conformance/{secrets.token_hex(6)}/callback"
-    url = receiver.route(path, lambda p, h, b, seen: 503 if not seen else 200)
-    secret = secrets.token_urlsafe(36)
-    started, mark = None, ctx.target.count
-    for op in ops:
-
-        def with_callback(body: dict[str, Any]) -> dict[str, Any]:
-            return body | {"callbackUrl": url, "callbackSecret": secret}
-
-        prepared = ctx.sample(
-            op, salt="callback", idempotency_key=ctx.new_key(), body_update=with_callback
-        )
-        if prepared is None:
-            continue
-        exchange = ctx.send(prepared, op)
-        if ctx.unavailable(exchange):
-            continue
-        if 200 <= exchange.status < 300:
-            started = exchange
-            break
-    if started is None:
-        answers = refused_since(ctx, mark, ops)
-        raise Skip(refusal("no job with a callback could be started", answers))
-    _not_echoed(ctx, started, secret, "callbackSecret")
-    job_id = resource_id(started.json())
+    _not_echoed(ctx, job.started, job.secret, "callbackSecret")
+    job_id, path = job.job_id, job.path
+    if ctx.control is None and job_id is not None:  # its callback comes once the job ended
+        status = until_terminal(ctx, [job_id])[job_id]
+        if status not in statuses(ctx.held).terminal:
+            raise Skip(beyond(ctx, f"the job with a callback ({job_id}) did not end"))
 
     def retried(deliveries: list[Delivery]) -> bool:
         mine = [d for d in deliveries if d.path == path]
         return bool(mine) and bool(_retries_of(mine[0], mine))
 
-    drive(ctx, retried, full_schedule=False)
+    drive(ctx, retried, full_schedule=False, why=f"job {job_id}'s callback and its retry")
     received = receiver.received(path)
     if not received:
+        if ctx.control is None:
+            raise Skip(beyond(ctx, f"no callback of job {job_id} arrived", WEBHOOK_WAIT))
         ctx.fail("delivered", f"no callback reached the receiver for job {job_id}")
         return
     definition = _callback_definition(ctx)
     for delivery in received:
-        judge_delivery(ctx, delivery, secret, definition, {"X-Service-Job-Id": job_id})
+        judge_delivery(ctx, delivery, job.secret, definition, {"X-Service-Job-Id": job_id})
         body = json.loads(delivery.body) if delivery.body else {}
         if isinstance(body, dict) and delivery.header("x-service-job-id"):
             ctx.expect(
@@ -581,3 +626,26 @@ def callback_deliveries(ctx: Context) -> None:
                 key=("job-id",),
             )
     _judge_retry(ctx, received[0], received)
+
+
+@prepares("webhooks-callback-deliveries")
+def _start_callback_job(ctx: Context) -> CallbackJob:
+    """A job whose callback goes to the receiver (answered 503 first, to see its retry)."""
+    _receiver_needed(ctx)
+    receiver = ctx.session.receiver()
+    ops = [op for op in _callback_operations(ctx) if ctx.why_not_send(op) is None]
+    if not ops:
+        raise Skip("no operation with a callback may be called")
+    path = f"/conformance/{secrets.token_hex(6)}/callback"
+    url = receiver.route(path, lambda p, h, b, seen: 503 if not seen else 200)
+    secret = secrets.token_urlsafe(36)
+
+    def with_callback(body: dict[str, Any]) -> dict[str, Any]:
+        return body | {"callbackUrl": url, "callbackSecret": secret}
+
+    mark = ctx.target.count
+    started = _first_started(ctx, ops, "callback", with_callback)
+    if started is None:
+        answers = refused_since(ctx, mark, ops)
+        raise Skip(refusal("no job with a callback could be started", answers))
+    return CallbackJob(path, secret, started, resource_id(started.json()))

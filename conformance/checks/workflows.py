@@ -6,8 +6,9 @@ call with ``maxCredits``, edit a composition under a word cursor. What only the 
 control plane can bring about (the governance kill switch, an unreadable policy, a cancelled
 render, a cursor issued before the projects store switch) is judged against ``--mock`` only and
 skipped, with the reason, elsewhere. Against the mock, time is moved with its clock; against a
-real deployment jobs are polled at the recommended interval for at most ``--webhook-wait``
-seconds.
+real deployment jobs are polled at the recommended interval for at most ``--job-wait`` seconds
+(conformance/polling.py), and the footage edit an approval needs is started in the prepare
+phase, so that it runs while the other checks do.
 
 Charges are judged by the balance ``GET /v1/capabilities`` answers before and after a call;
 prices are read from the same live catalogue.
@@ -19,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.checks import check
+from conformance.checks import check, prepares
 from conformance.checks.idempotency import balance
 from conformance.contract import Operation
 from conformance.idpool import missing, own_ids
+from conformance.polling import beyond, job_polls
 from conformance.refusals import payment_refused
 from conformance.runner import CAPABILITY_UNAVAILABLE, NEEDS_CONTROL, Context, Skip
 from conformance.target import Exchange
@@ -32,7 +34,6 @@ FAMILY = "workflows"
 # Capability names the interface document states for the remix's pricing rule.
 VIDEO_ANALYSIS, SCRIPT, SCENE_PLAN = "video-analysis", "script", "scene-plan"
 FOOTAGE = "footage"  # the footage capability (an inferred name: skipped when not listed)
-POLL_SECONDS = 15.0  # "Recommended job polling interval: 15 to 30 seconds"
 MOCK_STEP_SECONDS = 60.0  # mock time moved between two polls
 MOCK_POLLS = 30
 WORD_LIMIT = 5  # words per source on a transcript page: small, so a source has a next page
@@ -215,8 +216,8 @@ def _not_charged(
 def _poll(
     ctx: Context, read: Callable[[], Exchange], ready: Callable[[Exchange], bool], why: str
 ) -> Exchange | None:
-    """Read until ``ready``: the mock's clock is moved; a deployment is polled for at most
-    ``--webhook-wait`` seconds. None when it never became ready."""
+    """Read until ``ready``: the mock's clock is moved; a deployment is polled at the
+    recommended interval for at most ``--job-wait`` seconds. None when it never became ready."""
     exchange = read()
     if ready(exchange):
         return exchange
@@ -227,11 +228,7 @@ def _poll(
             if ready(exchange):
                 return exchange
         return None
-    waited = 0.0
-    while waited < ctx.session.webhook_wait:
-        step = min(POLL_SECONDS, ctx.session.webhook_wait - waited)
-        ctx.target.wait(step, why)
-        waited += step
+    for _ in job_polls(ctx, why):
         exchange = read()
         if ready(exchange):
             return exchange
@@ -514,6 +511,14 @@ def _terminal(ctx: Context) -> tuple[str, ...]:
     return tuple(ctx.held.resolve(schema or {}).get("enum", ()))
 
 
+def _affordable(exchange: Exchange, what: str) -> Exchange:
+    """The answer to a paid approval, or :class:`Skip` when it was refused with 402 (against a
+    deployment the approvals come last, when the run may have spent the credits)."""
+    if reason := payment_refused(exchange):
+        raise Skip(f"{reason}: {what} not judged")
+    return exchange
+
+
 def _approve(ctx: Context, job_id: str, expected: Any = None) -> Exchange:
     body: dict[str, Any] = {"jobId": job_id}
     if expected is not None:
@@ -530,25 +535,16 @@ def _approve(ctx: Context, job_id: str, expected: Any = None) -> Exchange:
     spends=True,
 )
 def approve_generation(ctx: Context) -> None:
-    for name in ("approveVideoEdit", "getJobProposal", "getJob"):
-        _operation(ctx, name)
-    edit_op = _operation(ctx, "editVideo")
-    if balance(ctx) is None:
-        raise Skip(NO_BALANCE)
-    short, _ = _mock_videos(ctx)
-    edit = _generated(ctx, edit_op, {"footageUrls": short[:2]} if short else {})
-    job_id = _job_id(edit)
-    if not _ok(edit) or job_id is None:
-        raise Skip(f"no footage edit could be started ({edit.answered})")
+    job_id: str = ctx.prepared
     page = _poll(
         ctx,
         lambda: _proposal(ctx, job_id),
         lambda e: _ok(e) and _body(e).get("status") == "awaiting_review",
-        "a footage edit proposing its cuts",
+        f"footage edit {job_id} to propose its cuts (awaiting_review)",
     )
     if page is None:
-        raise Skip("the footage edit did not reach awaiting_review in time (--webhook-wait)")
-    first = _approve(ctx, job_id)
+        raise Skip(beyond(ctx, "the footage edit did not reach awaiting_review"))
+    first = _affordable(_approve(ctx, job_id), "the first approval")
     if not ctx.expect(
         _ok(first),
         "first-approval",
@@ -573,6 +569,22 @@ def approve_generation(ctx: Context) -> None:
     _judge_stale(ctx, job_id, render_id, generation)
 
 
+@prepares("workflows-approve-generation")
+def _start_footage_edit(ctx: Context) -> str:
+    """A footage edit, to be approved once it proposes its cuts: its job id."""
+    for name in ("approveVideoEdit", "getJobProposal", "getJob"):
+        _operation(ctx, name)
+    edit_op = _operation(ctx, "editVideo")
+    if balance(ctx) is None:
+        raise Skip(NO_BALANCE)
+    short, _ = _mock_videos(ctx)
+    edit = _generated(ctx, edit_op, {"footageUrls": short[:2]} if short else {})
+    job_id = _job_id(edit)
+    if not _ok(edit) or job_id is None:
+        raise Skip(f"no footage edit could be started ({edit.answered})")
+    return job_id
+
+
 def _judge_render_not_ready(ctx: Context, job_id: str, render_id: str, generation: Any) -> None:
     if _job_status(ctx, render_id) in _terminal(ctx):
         ctx.skip("the render finished before a re-cut could be asked for early")
@@ -595,14 +607,14 @@ def _judge_stale(ctx: Context, job_id: str, render_id: str, generation: Any) -> 
         ctx,
         lambda: ctx.call(ctx.operation("getJob"), path_parameters={"jobId": render_id}),
         lambda e: (_body(e).get("job") or {}).get("status") in terminal,
-        "the approved cut rendering",
+        f"render {render_id} of the approved cut to end",
     )
     if ended is None:
-        raise Skip("the approved render did not finish in time (--webhook-wait)")
+        raise Skip(beyond(ctx, "the approved render did not end"))
     status = (_body(ended).get("job") or {}).get("status")
     if status != "done":
         raise Skip(f"the approved render ended {status}: no re-cut possible")
-    recut = _approve(ctx, job_id, generation)
+    recut = _affordable(_approve(ctx, job_id, generation), "a re-cut")
     if not ctx.expect(
         _ok(recut),
         "re-cut",

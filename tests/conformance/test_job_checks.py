@@ -7,7 +7,7 @@ stated reason where it cannot judge, and fails against a mock with the defect it
 
 from __future__ import annotations
 
-from conformance.checks.jobs import NOT_TERMINAL
+from conformance.checks.jobs import HELD
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import OWNER, Served, live_mock, run_quietly
 
@@ -23,22 +23,22 @@ def test_the_job_checks_pass_against_the_mock():
     # every read judged against the closed set; terminal reads again; the render's artifacts
     assert jobs.passed > 50
     # the footage edit waits for a person to approve its cuts: it never ends by itself
-    assert jobs.skipped == {NOT_TERMINAL: 1}
+    assert jobs.skipped == {HELD: 1}
     assert deprecated.status == "passed" and deprecated.passed > 10
 
 
 def test_jobs_that_never_end_within_the_wait_are_skipped_not_passed():
     # The mock without its control plane: its manual clock never moves, so no job ends; the
-    # run waits (here: does not sleep) the recommended interval up to --webhook-wait.
+    # run waits (here: does not sleep) the recommended interval up to --job-wait.
     waits: list[float] = []
     with live_mock() as mock:
         report = run_quietly(
             base_url=mock.base_url, api_key=OWNER, allow_spend=True, only=[JOBS],
-            sleep=waits.append, webhook_wait=60,
+            sleep=waits.append, job_wait=60,
         )  # fmt: skip
     result = report.result(JOBS)
     assert result.status == "skipped" and not result.failures
-    assert any(r.startswith("no job reached a terminal state within 60 s") for r in result.skipped)
+    assert "no job reached a terminal state within --job-wait (60 s)" in result.skipped
     assert waits == [30.0, 30.0]  # the contract's recommended interval (15 to 30 seconds)
 
 

@@ -65,6 +65,7 @@ def failing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, dict[
             profile="full",
             allow_spend=True,
             webhook_wait=0.2,
+            job_wait=0.2,
             seed=SEED,
             report_html=paths["html"],
             report_json=paths["json"],

@@ -60,6 +60,7 @@ def _plain(base_url: str, **options: object) -> Report:
         "api_key": OWNER,
         "allow_spend": True,
         "webhook_wait": 0.3,
+        "job_wait": 0.3,
         "sleep": lambda seconds: None,
         "max_requests": 300,
     } | options
@@ -108,7 +109,7 @@ def test_without_the_control_plane_the_mock_only_parts_are_skipped_with_their_re
     approve = report.result("workflows-approve-generation")  # the mock's clock stands still
     assert approve.status == "skipped"
     assert set(approve.skipped) == {
-        "the footage edit did not reach awaiting_review in time (--webhook-wait)"
+        "the footage edit did not reach awaiting_review within --job-wait (0.3 s)"
     }
     remix = report.result("workflows-remix-pricing")  # transcripts alone are still judged
     assert remix.status == "passed" and remix.passed == 2
