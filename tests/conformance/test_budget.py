@@ -148,12 +148,14 @@ def test_the_command_line_plans_with_the_time_budget(tmp_path: Path):
 
 
 def test_waits_that_would_end_after_the_deadline_are_not_made(tmp_path: Path):
-    # Jobs are polled every 30 s: the first poll's wait fits in 45 s, the second does not.
+    # Jobs are polled every 30 s: the first poll's wait fits in 45 s, the second does not
+    # (--job-wait given: its default, four fifths of the budget, would end the polls first).
     out = tmp_path / "report.json"
     clock = Clock()
     report = _run(
         clock,
         time_budget=45,
+        job_wait=600,
         allow_spend=True,
         only=["jobs-status-closed-set", "auth-public-contract"],
         report_json=out,
@@ -235,3 +237,19 @@ def test_a_check_that_judged_shows_no_request_budget_used_up(bounded):
     assert [c.name for c in bounded.checks if c.judgements and c.skipped[BUDGET_USED_UP]] == []
     cut = [n for n in bounded.notes if n.startswith("the request budget cut short the depth")]
     assert cut and "schema-positive" in cut[0]  # depth was cut, and the run says so
+
+
+def test_job_wait_by_default_fits_the_time_budget():
+    # Without --job-wait, the polls of a job take four fifths of a 45 s budget at most (36 s):
+    # the job checks skip naming that wait, before the deadline, and the run goes on.
+    clock = Clock()
+    report = _run(
+        clock,
+        time_budget=45,
+        allow_spend=True,
+        only=["jobs-status-closed-set", "auth-public-contract"],
+    )
+    jobs = report.result("jobs-status-closed-set")
+    assert jobs is not None and not jobs.failures
+    assert any("within --job-wait (36 s)" in reason for reason in jobs.skipped), jobs.skipped
+    assert report.result("auth-public-contract").status == "passed"
