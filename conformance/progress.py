@@ -204,6 +204,8 @@ class ProgressLog:
                 self._say(f"start {payload.name} ({self._counts()})")
             elif event == "check-end":
                 self._end(payload)
+            elif event == "prepare-start":  # its long jobs start now, judged after the rest
+                self._say(f"prepare {payload.name}: its jobs start now, judged later")
             elif event == "plan":  # with --time-budget: the requests the rate allows in it
                 self._say(payload.describe())
             elif event == "depth-start":  # a later turn of a check that already ended once
