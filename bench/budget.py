@@ -45,6 +45,7 @@ class Outcome:
     requests: int = 0
     wall: float = 0.0
     judged: set[str] = field(default_factory=set)
+    rules: str = ""  # rules judged of those judgeable (conformance/coverage.py), as reported
 
 
 def free_port() -> int:
@@ -91,7 +92,9 @@ def run(budget: int | None, seed: int) -> Outcome:
         mock.terminate()
         mock.wait(timeout=30)
     judged = {c["name"] for c in found["checks"] if c["judgements"] > 0}
-    return Outcome(budget, found["requests"], wall, judged)
+    rules = found["rules"]
+    judged_rules = f"{rules['judged']}/{rules['judgeable']} rules ({rules['percent']:.1f}%)"
+    return Outcome(budget, found["requests"], wall, judged, judged_rules)
 
 
 def show(outcome: Outcome, wanted: set[str]) -> None:
@@ -99,7 +102,7 @@ def show(outcome: Outcome, wanted: set[str]) -> None:
     budget = "unbounded" if outcome.budget is None else str(outcome.budget)
     print(
         f"{budget:>9}  {outcome.requests:5d} requests  {outcome.wall:6.1f} s  "
-        f"{len(wanted & outcome.judged)}/{len(wanted)} judged"
+        f"{len(wanted & outcome.judged)}/{len(wanted)} judged, {outcome.rules}"
         + (f"  missing: {', '.join(missing)}" if missing else ""),
         flush=True,
     )
