@@ -12,6 +12,8 @@ neither run is paced.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.cli import main
 from conformance.results import Report
 from conformance.target import Exchange
 from tests.conformance.gateway import PREFIX, PrefixGateway
@@ -155,3 +158,23 @@ def test_an_exchange_path_is_the_path_below_the_base_path(prefix: list[str], res
 
 def _exchange(url: str, base_path: str) -> Exchange:
     return Exchange(0, "GET", url, {}, b"", 200, {}, b"", 0.0, base_path=base_path)
+
+
+def test_the_command_line_behind_a_base_path_reads_back_what_it_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # The case, through `conformance run` itself: records-defaults reads back the
+    # autopilot it saved, under /gw, instead of the literal /v1/autopilots/{channelId}.
+    report = tmp_path / "report.json"
+    with (
+        live_mock(rate_limit=1_000_000) as mock,
+        Served(PrefixGateway(mock.base_url), log_level="error", lifespan="off") as gateway,
+        pytest.raises(SystemExit) as ended,
+    ):
+        main(["run", "--base-url", gateway.base_url + PREFIX, "--api-key", OWNER, "--quiet",
+              "--allow-spend", "--seed", str(SEED), "--only", "records-defaults",
+              "--report-json", str(report)])  # fmt: skip
+    assert ended.value.code == 0, capsys.readouterr().out
+    (check,) = json.loads(report.read_text())["checks"]
+    assert check["status"] == "passed" and check["judgements"] == 8, check
+    assert not any("not read back" in reason for reason in check["skipped"]), check["skipped"]
