@@ -42,7 +42,7 @@ class RateState:
 @dataclass(frozen=True)
 class Bucket:
     """One identity's window: when it started (on the mock clock) and the requests counted in
-    it (in shared buckets, refused ones too: :attr:`used` is at most the limit)."""
+    it (in shared buckets refused ones too, so the count may pass the limit)."""
 
     identity: str
     start: float
@@ -87,16 +87,19 @@ class RateLimiter:
 
     def refusal(self, state: RateState) -> ApiError:
         """The 429 for a refused request. On the manual clock the window moves only with the
-        mock's clock, so the answer says how to move it (or to raise the limit)."""
+        mock's clock, so the answer says so: move the clock, empty the bucket, or raise the
+        limit. On the real clock the text is the window's alone."""
         message = (
             f"rate limit of {state.limit} requests per minute reached; "
             f"retry after {state.reset_seconds} seconds"
         )
         if self.clock.mode == "manual":
             message += (
-                " on the mock's clock: this mock runs on the manual clock, and the window moves"
-                " only with it, never with wall time. Move it with POST /_mock/clock/advance"
-                " (mockserver's control plane), or start the mock with a higher --rate-limit"
+                " on the mock's clock. This mock runs on the manual clock: the window moves only"
+                " when that clock does, never with wall time. Move it with POST"
+                " /_mock/clock/advance (mockserver's control plane), empty the bucket with DELETE"
+                " /_mock/rate-limits/{workspace}/{member}, or start the mock with a higher"
+                " --rate-limit"
             )
         return ApiError("rate_limited", message, headers={"Retry-After": str(state.reset_seconds)})
 

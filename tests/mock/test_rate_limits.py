@@ -94,7 +94,13 @@ def test_a_429_on_the_manual_clock_says_the_window_moves_with_the_mock_clock(lim
         refused.headers["Retry-After"] == "60" and refused.headers["x-ratelimit-remaining"] == "0"
     )
     assert body["error"].startswith("rate limit of 3 requests per minute reached; retry after 60")
-    for said in ("manual clock", "POST /_mock/clock/advance", "control plane", "--rate-limit"):
+    for said in (
+        "manual clock",
+        "POST /_mock/clock/advance",
+        "control plane",
+        "DELETE /_mock/rate-limits/",
+        "--rate-limit",
+    ):
         assert said in body["error"], (said, body["error"])
 
 
