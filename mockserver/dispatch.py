@@ -178,12 +178,7 @@ class Dispatcher:
                 )
                 rate = rt.rate.hit(rt.seams.rate_identity(caller))
                 if not rate.allowed:
-                    raise ApiError(
-                        "rate_limited",
-                        f"rate limit of {rate.limit} requests per minute reached; "
-                        f"retry after {rate.reset_seconds} seconds",
-                        headers={"Retry-After": str(rate.reset_seconds)},
-                    )
+                    raise rt.rate.refusal(rate)
                 rt.seams.check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
                 injected = fault.error() if fault is not None else None
                 if injected is not None:

@@ -57,7 +57,7 @@ def control(operation_id: str) -> Callable[[ControlHandler], ControlHandler]:
 
 
 # Beside openapi.yaml: more operations.
-PLANE_FRAGMENTS = ("sandboxes.yaml", "events.yaml", "inspector.yaml")
+PLANE_FRAGMENTS = ("sandboxes.yaml", "events.yaml", "inspector.yaml", "ratelimits.yaml")
 SANDBOX_PARAMETER = {"$ref": "#/components/parameters/Sandbox"}
 # Operations that answer files as they are, not JSON from a handler: this document, and the
 # inspector's page and files.
@@ -105,6 +105,7 @@ class ControlPlane:
         from mockserver.control import (
             events,  # noqa: F401  (trigger and listen)
             handlers,  # noqa: F401  (registers the built-in operations)
+            ratelimits,  # noqa: F401  (the rate-limit buckets)
         )
 
         load_area_controls()

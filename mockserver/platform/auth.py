@@ -45,7 +45,7 @@ class Caller:
     @property
     def identity(self) -> str:
         """The person behind the key: every key of one member shares one rate-limit bucket."""
-        return f"{self.workspace_id}/{self.member}"
+        return person_identity(self.workspace_id, self.member)
 
     @property
     def can_write(self) -> bool:
@@ -141,6 +141,17 @@ def authorize(caller: Caller, op: Operation, writes: bool) -> None:
     usage never needs a key that can spend)."""
     if writes:
         require_write(caller)
+
+
+def person_identity(workspace_id: str, member: str) -> str:
+    """A person's identity: a member (by name) of a workspace (by id)."""
+    return f"{workspace_id}/{member}"
+
+
+def person_of(identity: str) -> tuple[str, str]:
+    """The workspace id and member name of a :func:`person_identity`."""
+    workspace_id, _, member = identity.partition("/")
+    return workspace_id, member
 
 
 def rate_identity(caller: Caller) -> str:

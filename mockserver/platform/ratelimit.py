@@ -2,7 +2,9 @@
 
 All keys of one member share the bucket (``auth.rate_identity``). ``GET /v1/openapi.json`` is
 never counted, with a key or without (the dispatcher asks :func:`never_counted` for public
-operations).
+operations). On the manual clock a window ends only when the clock is moved, so a refusal says
+so (:meth:`RateLimiter.refusal`); the control plane lists the buckets and empties one
+(``GET /_mock/rate-limits``, control/ratelimits.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from mockserver.platform.clock import Clock
+from mockserver.platform.errors import ApiError
 
 if TYPE_CHECKING:
     from mockserver.contract import Operation
@@ -34,6 +37,16 @@ class RateState:
             "x-ratelimit-remaining": str(self.remaining),
             "x-ratelimit-reset": str(self.reset_seconds),
         }
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One identity's window: when it started (on the mock clock) and the requests counted in
+    it (in shared buckets refused ones too, so the count may pass the limit)."""
+
+    identity: str
+    start: float
+    count: int
 
 
 class RateLimiter:
@@ -72,10 +85,46 @@ class RateLimiter:
         self._windows[identity] = (start, count)
         return RateState(self.limit, self.limit - count, reset, allowed=True)
 
-    def reset(self) -> None:
+    def refusal(self, state: RateState) -> ApiError:
+        """The 429 for a refused request. On the manual clock the window moves only with the
+        mock's clock, so the answer says so: move the clock, empty the bucket, or raise the
+        limit. On the real clock the text is the window's alone."""
+        message = (
+            f"rate limit of {state.limit} requests per minute reached; "
+            f"retry after {state.reset_seconds} seconds"
+        )
+        if self.clock.mode == "manual":
+            message += (
+                " on the mock's clock. This mock runs on the manual clock: the window moves only"
+                " when that clock does, never with wall time. Move it with POST"
+                " /_mock/clock/advance (mockserver's control plane), empty the bucket with DELETE"
+                " /_mock/rate-limits/{workspace}/{member}, or start the mock with a higher"
+                " --rate-limit"
+            )
+        return ApiError("rate_limited", message, headers={"Retry-After": str(state.reset_seconds)})
+
+    def buckets(self) -> list[Bucket]:
+        """The windows still open now (a person whose window has ended has a full bucket and
+        is not listed)."""
+        now = self.clock.timestamp()
         if self.shared is not None:
-            self.shared.rate_reset()
-        self._windows.clear()
+            found = self.shared.rate_buckets()
+        else:
+            found = {identity: window for identity, window in self._windows.items()}
+        return [
+            Bucket(identity, start, count)
+            for identity, (start, count) in found.items()
+            if now < start + WINDOW_SECONDS and count > 0
+        ]
+
+    def reset(self, identity: str | None = None) -> None:
+        """Empty one identity's bucket, or every one (None)."""
+        if self.shared is not None:
+            self.shared.rate_reset(identity)
+        if identity is None:
+            self._windows.clear()
+        else:
+            self._windows.pop(identity, None)
 
 
 class SharedBuckets(Protocol):
@@ -88,7 +137,13 @@ class SharedBuckets(Protocol):
         count after them (a request that takes the count over the limit is refused)."""
         ...
 
-    def rate_reset(self) -> None: ...
+    def rate_buckets(self) -> dict[str, tuple[float, int]]:
+        """Each identity's window start and count, as last counted."""
+        ...
+
+    def rate_reset(self, identity: str | None = None) -> None:
+        """Empty one identity's bucket, or every one (None)."""
+        ...
 
 
 def never_counted(rt: Runtime, op: Operation, headers: Mapping[str, str]) -> RateState | None:

@@ -169,8 +169,19 @@ class PostgresDialect(Dialect):
     ) -> list[tuple[Any, ...]]:
         return self.execute(CATCH_UP_COUNTING, {**_counting(world, hits, now, window), "rev": rev})
 
-    def rate_reset(self, world: str) -> None:
-        self.execute("DELETE FROM rate_buckets WHERE world = %s", (world,))
+    def rate_buckets(self, world: str) -> dict[str, tuple[float, int]]:
+        found = self.execute(
+            "SELECT identity, window_start, count FROM rate_buckets WHERE world = %s", (world,)
+        )
+        return {identity: (float(start), int(count)) for identity, start, count in found}
+
+    def rate_reset(self, world: str, identity: str | None = None) -> None:
+        if identity is None:
+            self.execute("DELETE FROM rate_buckets WHERE world = %s", (world,))
+        else:
+            self.execute(
+                "DELETE FROM rate_buckets WHERE world = %s AND identity = %s", (world, identity)
+            )
 
     def close(self) -> None:
         self.conn.close()

@@ -227,8 +227,13 @@ class SqlWorld:
         identity; each one's (window start, count after them)."""
         return self.db.rate_hits(self.id, hits, now, window)  # type: ignore[attr-defined,no-any-return]
 
-    def rate_reset(self) -> None:
-        self.db.rate_reset(self.id)  # type: ignore[attr-defined]
+    def rate_buckets(self) -> dict[str, tuple[float, int]]:
+        """The world's shared buckets (PostgreSQL): each identity's (window start, count)."""
+        return self.db.rate_buckets(self.id)  # type: ignore[attr-defined,no-any-return]
+
+    def rate_reset(self, identity: str | None = None) -> None:
+        """Empty one identity's shared bucket, or every one of the world (None)."""
+        self.db.rate_reset(self.id, identity)  # type: ignore[attr-defined]
 
     def catch_up_counting(
         self, rev: int, epoch: int, hits: dict[str, int], now: float, window: int

@@ -216,6 +216,30 @@ def test_clock_credits_and_faults_are_steered_on_the_page(page: Any, mock: Mock)
     assert mock.control.call("GET", "/clock")["now"] == due
 
 
+def test_a_rate_limit_bucket_is_shown_by_person_and_emptied_on_the_page(page: Any, mock: Mock):
+    for key in ("owner", "owner2", "owner"):  # alice's two keys: one bucket
+        assert mock.api.get("/v1/products", key=key).status_code == 200
+    mock.api.get("/v1/campaigns", key="viewer")
+    open_view(page, "money")
+    expect(page.locator("#rate-window")).to_contain_text("manual clock")
+    alice = page.locator('#rate-limits tr[data-bucket="acme/alice"]')
+    victor = page.locator('#rate-limits tr[data-bucket="acme/victor"]')
+    expect(alice.locator(".used")).to_have_text("3 / 100")
+    expect(alice.locator(".resets")).to_have_text("2026-11-20 09:01:00 (in 1m00s)")
+    expect(victor.locator(".used")).to_have_text("1 / 100")
+    assert "sk_test" not in page.content()  # a bucket is shown by person, never by key
+
+    alice.get_by_role("button", name="Reset").click()
+    expect(alice).to_have_count(0)
+    expect(victor).to_have_count(1)  # only alice's bucket was emptied
+    expect(page.locator("#status")).to_contain_text("alice (acme) emptied")
+    again = mock.api.get("/v1/products", key="owner2")
+    assert again.headers["x-ratelimit-remaining"] == "99"
+
+    page.locator('.advance[data-seconds="60"]').click()  # every window ends with the clock
+    expect(page.locator("#rate-limits tbody")).to_contain_text("every bucket is full")
+
+
 def test_every_value_is_shown_as_text_never_as_markup(page: Any, mock: Mock):
     made = mock.api.post(
         "/v1/projects", json={"title": HOSTILE}, headers={"Idempotency-Key": "hostile-1"}

@@ -640,9 +640,11 @@
   // -- clock and money ---------------------------------------------------------------------
 
   async function refreshMoney() {
-    const [{ workspaces }, faults] = await Promise.all([
+    const money = state.view === "money";
+    const [{ workspaces }, faults, rates] = await Promise.all([
       control("GET", "/workspaces"),
-      state.view === "money" ? control("GET", "/faults") : Promise.resolve(null),
+      money ? control("GET", "/faults") : Promise.resolve(null),
+      money ? control("GET", "/rate-limits") : Promise.resolve(null),
     ]);
     renderInto($("filter-member"), workspaces.map((w) => [w.slug, w.members]), () => {
       const chosen = $("filter-member").value;
@@ -679,6 +681,7 @@
           },
         }, input, el("button", { type: "submit", text: "Set" }))));
     }));
+    renderRateLimits(rates);
     const store = faults.credentialStore;
     $("credential-store").textContent = store.reachable
       ? "The credential store is reachable."
@@ -695,6 +698,30 @@
           onclick: () => act(`Fault ${f.id} cleared`, () => control("DELETE", `/faults/${encodeURIComponent(f.id)}`)),
         }))))
       : el("tr", {}, el("td", { colspan: 6, class: "muted", text: "No fault waiting to fire." })));
+  }
+
+  // Each person's bucket (all keys of a member share one), by workspace and member: never a key.
+  function renderRateLimits(rates) {
+    const manual = rates.clock === "manual";
+    $("rate-window").textContent = `${rates.limit} requests per ${rates.windowSeconds} seconds per person (all keys of a member share one bucket); `
+      + (manual
+        ? "the windows move only with the mock's manual clock (advance it above), or empty a bucket here."
+        : "the windows move with real time.");
+    // On a real clock the seconds left change every poll: keyed without them, so a poll never
+    // rebuilds the buttons under a click.
+    const key = [rates.limit, rates.buckets.map((b) => [b.workspace, b.member, b.used, b.resetsAt, manual && b.resetsInSeconds])];
+    renderInto($("rate-limits-body"), key, () => rates.buckets.length
+      ? rates.buckets.map((b) => el("tr", { "data-bucket": `${b.workspace}/${b.member}` },
+        el("td", { class: "mono", text: b.workspace }),
+        el("td", { text: b.member }),
+        el("td", { class: "num used", text: `${b.used} / ${b.limit}` }),
+        el("td", { class: "mono resets", text: manual ? `${time(b.resetsAt)} (in ${duration(b.resetsInSeconds)})` : time(b.resetsAt) }),
+        el("td", {}, el("button", {
+          type: "button", text: "Reset", class: "reset-bucket",
+          onclick: () => act(`Rate-limit bucket of ${b.member} (${b.workspace}) emptied`, () =>
+            control("DELETE", `/rate-limits/${encodeURIComponent(b.workspace)}/${encodeURIComponent(b.member)}`)),
+        }))))
+      : el("tr", {}, el("td", { colspan: 5, class: "muted", text: "No request counted in an open window: every bucket is full." })));
   }
 
   $("fault-form").addEventListener("submit", (event) => {

@@ -1,0 +1,41 @@
+"""Rate-limit buckets shared by every process of a PostgreSQL store, seen and emptied through
+the control plane of any of them (``GET /_mock/rate-limits``, ``DELETE
+/_mock/rate-limits/{workspace}/{member}``), on a real PostgreSQL server
+(tests/support/postgres.py; skipped without one, failed under CI)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mockserver.app import create_app
+from tests.conftest import TEST_SETTINGS
+from tests.store.test_together import store_url  # noqa: F401  (the fixture)
+from tests.support.client import ApiClient
+from tests.support.control_check import CheckedControl
+from tests.support.inproc import InProcessClient
+
+
+def test_two_processes_count_in_one_bucket_seen_and_emptied_from_either(store_url):  # noqa: F811
+    settings = dataclasses.replace(TEST_SETTINGS, store=store_url, rate_limit=3)
+    apps = [create_app(settings), create_app(settings)]
+    try:
+        with (
+            InProcessClient(apps[0], base_url="http://mock.test") as one,
+            InProcessClient(apps[1], base_url="http://mock.test") as two,
+        ):
+            api = [ApiClient(one), ApiClient(two)]
+            control = [CheckedControl(one), CheckedControl(two)]
+            statuses = [api[i % 2].get("/v1/products", key="owner").status_code for i in range(4)]
+            assert statuses == [200, 200, 200, 429]
+            for plane in control:
+                buckets = plane.call("GET", "/rate-limits")["buckets"]
+                assert [(b["workspace"], b["member"], b["used"]) for b in buckets] == [
+                    ("acme", "alice", 3)
+                ], "refused requests are counted in the store, never shown past the limit"
+            control[1].call("DELETE", "/rate-limits/acme/alice")
+            assert control[0].call("GET", "/rate-limits")["buckets"] == []
+            again = api[0].get("/v1/products", key="owner2")
+            assert again.status_code == 200 and again.headers["x-ratelimit-remaining"] == "2"
+    finally:
+        for app in apps:
+            app.close()
