@@ -177,3 +177,9 @@ def test_workers_share_the_made_token():
         for _ in range(6):  # a new connection each time: the calls spread over the workers
             assert httpx.get(f"{base}/_mock/clock", headers=bearer(token)).status_code == 200
             assert httpx.get(f"{base}/_mock/clock").status_code == 401
+
+
+def test_the_settings_never_show_the_token():
+    from mockserver.settings import Settings
+
+    assert "s3cr3t-token" not in repr(Settings(control_token="s3cr3t-token"))
