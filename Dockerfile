@@ -2,7 +2,11 @@
 # conformance suite, no test tools).
 #
 #   docker build -t cgcas-kit-mock .
-#   docker run --rm -p 8080:8080 cgcas-kit-mock
+#   docker run --rm -p 8080:8080 -e MOCKSERVER_CONTROL_TOKEN="$(openssl rand -hex 24)" cgcas-kit-mock
+#
+# The mock listens on every address of the container, so its control plane (/_mock/) needs a
+# token: $MOCKSERVER_CONTROL_TOKEN when set, else one the mock makes and prints in its log
+# (`docker logs`), with the inspector's address that hands it over.
 #
 # Not built on the kit's CI machine (no container engine runs there); tests/test_packaging.py
 # only checks that every COPY source exists and that CMD is the documented command.
@@ -19,7 +23,8 @@ RUN pip wheel --no-cache-dir --disable-pip-version-check --no-deps --wheel-dir /
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    MOCKSERVER_CONTROL_TOKEN=""
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --disable-pip-version-check "$(ls /wheels/*.whl)[postgresql]" \
     && rm -rf /wheels \

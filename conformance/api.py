@@ -72,6 +72,7 @@ class RunConfig:
     restricted_key: str | None = None  # a lower role's key in the workspace of api_key
     mock: bool = False
     mock_url: str | None = None  # the bundled mock, already running (default fixtures)
+    mock_control_token: str | None = field(default=None, repr=False)  # its control token, if any
     profile: str | None = None  # default: contract for base_url, full for mock
     allow_spend: bool = False
     allow_faults: bool = False  # inject faults through a fault hook the deployment offers
@@ -338,7 +339,8 @@ def _deployment(config: RunConfig, seed: int) -> Iterator[Where]:
         )
         return
     if config.mock_url:
-        yield _own_keys(config, mock_where(config.mock_url, fixture_keys()))
+        where = mock_where(config.mock_url, fixture_keys())
+        yield _own_keys(config, replace(where, control_token=config.mock_control_token))
         return
     if config.on_event is not None:
         config.on_event("wait", Wait.from_now(START_SECONDS, "the bundled mock to start"))
@@ -371,7 +373,7 @@ def _run_at(
 
         return run_workers(config, where, checks, seed, workers)
     if config.mock_url and config.sandbox:
-        with sandboxed(where.base_url, seed) as box:
+        with sandboxed(where.base_url, seed, where.control_token) as box:
             return execute(config, box, checks, seed, config.on_event, deadline=deadline)
     return execute(config, where, checks, seed, config.on_event, deadline=deadline)
 
@@ -405,6 +407,7 @@ def execute(
         restricted_key=where.restricted_key,
         max_requests=config.max_requests,
         use_control=config.is_mock,
+        control_token=where.control_token,
         sandbox=where.sandbox,
         timeout=config.timeout,
         wait_cap=config.wait_cap,

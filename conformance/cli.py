@@ -9,6 +9,7 @@ was broken but a CI gate (--min-rule-coverage, --require) was not met.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from contextlib import nullcontext
 from importlib.util import find_spec
@@ -22,6 +23,9 @@ USAGE_ERROR = 2
 #: What ``pip install 'cgcas-kit[conformance]'`` adds to the mock's dependencies (pyproject.toml).
 EXTRA = "cgcas-kit[conformance]"
 EXTRA_MODULES = ("schemathesis", "hypothesis", "requests", "rich")
+
+#: Where ``--mock-control-token`` comes from by default (as for ``mockserver listen``).
+MOCK_CONTROL_TOKEN = "MOCKSERVER_CONTROL_TOKEN"
 
 
 def missing_extra() -> list[str]:
@@ -138,6 +142,13 @@ def add_run_options(run_parser: argparse.ArgumentParser) -> None:
         help="the bundled mock, already running with --allow-private-callbacks and the default "
         "fixtures (its control plane is used); the run works in a sandbox of its own, made at "
         "the start and ended at the end, so that several runs can share one mock",
+    )
+    target.add_argument(
+        "--mock-control-token",
+        metavar="TOKEN",
+        default=os.environ.get(MOCK_CONTROL_TOKEN) or None,
+        help="with --mock-url: the mock's control token (off loopback its control plane needs "
+        f"one: the banner prints the token it made; default ${MOCK_CONTROL_TOKEN})",
     )
     target.add_argument(
         "--no-sandbox",
@@ -272,6 +283,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         restricted_key=args.restricted_key,
         mock=args.mock,
         mock_url=args.mock_url,
+        mock_control_token=args.mock_control_token,
         profile=args.profile,
         allow_spend=args.allow_spend,
         allow_faults=args.allow_faults,

@@ -55,7 +55,7 @@ import httpx
 from conformance.checks import Check, select
 from conformance.contract import bundled_document
 from conformance.receiver import Receiver
-from conformance.sandboxes import SandboxError, Where, sandboxed
+from conformance.sandboxes import SandboxError, Where, control_headers, sandboxed
 from conformance.target import (
     KEY_OPTIONS,
     BudgetExhausted,
@@ -526,7 +526,7 @@ def _plan(config: RunConfig, reading: RateReading, found: Preflight, *, untested
 def _mock(config: RunConfig, where: Where, target: Target, found: Preflight) -> None:
     if config.sandbox:
         try:
-            with sandboxed(where.base_url, config.seed or 0) as box:
+            with sandboxed(where.base_url, config.seed or 0, where.control_token) as box:
                 inside = _target(config, box, target.remaining)
                 try:
                     _callbacks_accepted(config, inside, found, delete=False)
@@ -536,7 +536,7 @@ def _mock(config: RunConfig, where: Where, target: Target, found: Preflight) -> 
         except SandboxError as exc:
             raise SetupProblem(str(exc)) from exc
         return
-    _manual_clock(target, found)
+    _manual_clock(target, where, found)
     own = bool(config.api_key)
     refused = (
         "--api-key is refused by the mock: give a key of its fixtures"
@@ -552,12 +552,12 @@ def _mock(config: RunConfig, where: Where, target: Target, found: Preflight) -> 
     _callbacks_accepted(config, target, found, delete=True)
 
 
-def _manual_clock(target: Target, found: Preflight) -> None:
+def _manual_clock(target: Target, where: Where, found: Preflight) -> None:
     """With --no-sandbox the run moves the mock's own clock: it must be manual."""
     assert target.control is None
     url = target.base_url + "/_mock/clock"
     try:
-        response = target.client.get(url)
+        response = target.client.get(url, headers=control_headers(where.control_token))
     except httpx.TransportError as exc:
         raise SetupProblem(f"the mock's control plane did not answer (GET {url}: {exc})") from exc
     mode = response.json().get("mode") if response.status_code == 200 else None
@@ -565,7 +565,8 @@ def _manual_clock(target: Target, found: Preflight) -> None:
         raise SetupProblem(
             f"the mock at {target.base_url} has no control plane the suite can use (GET "
             f"/_mock/clock answered {response.status_code}): start it with its control plane "
-            "(and no --control-token), or reach it with --base-url"
+            "(its token in --mock-control-token or $MOCKSERVER_CONTROL_TOKEN when it has one), "
+            "or reach it with --base-url"
         )
     if mode != "manual":
         raise SetupProblem(

@@ -40,6 +40,13 @@ class Where:
     identity: MockIdentity | None = None  # the bundled mock: who the primary key is
     keys: tuple[FixtureKey, ...] = field(default=(), repr=False)  # the mock's keys, if known
     sandbox: str | None = None  # the mock's sandbox the keys belong to
+    # The mock's control token (off loopback its control plane needs one), never shown.
+    control_token: str | None = field(default=None, repr=False)
+
+
+def control_headers(token: str | None) -> dict[str, str]:
+    """The headers of a call to the mock's control plane with ``token``, if any."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def mock_where(base_url: str, keys: list[FixtureKey]) -> Where:
@@ -61,11 +68,19 @@ def mock_where(base_url: str, keys: list[FixtureKey]) -> Where:
     )
 
 
-def open_sandbox(base_url: str, seed: int, *, timeout: float = 60.0) -> Where:
+def open_sandbox(
+    base_url: str, seed: int, *, control_token: str | None = None, timeout: float = 60.0
+) -> Where:
     """A new sandbox of the mock at ``base_url`` (ids seeded with ``seed``), with its keys."""
     url = base_url.rstrip("/") + "/_mock/sandboxes"
     try:
-        response = httpx.post(url, json={"seed": seed}, timeout=timeout, verify=tls_context())
+        response = httpx.post(
+            url,
+            json={"seed": seed},
+            headers=control_headers(control_token),
+            timeout=timeout,
+            verify=tls_context(),
+        )
     except httpx.TransportError as exc:
         raise SandboxError(f"POST {url}: {type(exc).__name__}: {exc}") from exc
     if response.status_code == 404:
@@ -80,7 +95,7 @@ def open_sandbox(base_url: str, seed: int, *, timeout: float = 60.0) -> Where:
         )
     sandbox = response.json()["sandbox"]
     keys = [FixtureKey(k["key"], k["workspace"], k["member"], k["role"]) for k in sandbox["keys"]]
-    return replace(mock_where(base_url, keys), sandbox=sandbox["id"])
+    return replace(mock_where(base_url, keys), sandbox=sandbox["id"], control_token=control_token)
 
 
 def close_sandbox(where: Where, *, timeout: float = 30.0) -> bool:
@@ -91,6 +106,7 @@ def close_sandbox(where: Where, *, timeout: float = 30.0) -> bool:
     try:
         response = httpx.delete(
             f"{where.base_url}/_mock/sandboxes/{where.sandbox}",
+            headers=control_headers(where.control_token),
             timeout=timeout,
             verify=tls_context(),
         )
@@ -100,9 +116,9 @@ def close_sandbox(where: Where, *, timeout: float = 30.0) -> bool:
 
 
 @contextmanager
-def sandboxed(base_url: str, seed: int) -> Iterator[Where]:
+def sandboxed(base_url: str, seed: int, control_token: str | None = None) -> Iterator[Where]:
     """A sandbox of its own for the block; ended when the block ends, however it ends."""
-    where = open_sandbox(base_url, seed)
+    where = open_sandbox(base_url, seed, control_token=control_token)
     try:
         yield where
     finally:

@@ -408,7 +408,7 @@ def world(job: Job, send: Callable[[str, Any], None]) -> Iterator[Where]:
     if not job.sandboxed:
         yield job.where
         return
-    with sandboxed(job.where.base_url, job.seed) as where:
+    with sandboxed(job.where.base_url, job.seed, job.where.control_token) as where:
         send("sandbox", where.sandbox)
         yield where
 

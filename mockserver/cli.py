@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import errno
+import ipaddress
 import json
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -99,9 +101,17 @@ def build_serve_parser(prog: str = "mockserver") -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--control-token",
-        default=None,
+        default=os.environ.get(webhook_cli.ENV_TOKEN) or None,
         metavar="TOKEN",
-        help="require Authorization: Bearer TOKEN on /_mock/",
+        help="require Authorization: Bearer TOKEN on /_mock/ (default: "
+        f"${webhook_cli.ENV_TOKEN}; else, off loopback, a generated token the banner prints; "
+        "on loopback, none)",
+    )
+    parser.add_argument(
+        "--open-control-plane",
+        action="store_true",
+        help="off loopback, serve /_mock/ and the inspector without a token: anyone who "
+        "reaches the port can reset, fault and read the mock",
     )
     parser.add_argument(
         "--sandbox-ttl",
@@ -201,7 +211,32 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def settings_from(args: argparse.Namespace, port: int) -> Settings:
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ::1) or ``localhost``: only this
+    machine reaches a mock bound there."""
+    if host.lower().rstrip(".") in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # any other name may resolve anywhere
+        return False
+
+
+def control_token(args: argparse.Namespace) -> tuple[str | None, bool]:
+    """The control plane's token and whether the mock made it: the one given
+    (``--control-token`` / ``$MOCKSERVER_CONTROL_TOKEN``); else, off loopback and unless
+    ``--open-control-plane``, a new random one; else none."""
+    if args.control_token:
+        return args.control_token, False
+    if not args.control_plane or args.open_control_plane or is_loopback(args.host):
+        return None, False
+    return secrets.token_urlsafe(24), True
+
+
+def settings_from(args: argparse.Namespace, port: int, token: str | None = None) -> Settings:
     return Settings(
         host=args.host,
         port=port,
@@ -211,7 +246,7 @@ def settings_from(args: argparse.Namespace, port: int) -> Settings:
         rate_limit=args.rate_limit,
         allow_private_callbacks=args.allow_private_callbacks,
         control_plane=args.control_plane,
-        control_token=args.control_token,
+        control_token=token,
         log_level=args.log_level,
         sandbox_ttl=args.sandbox_ttl,
         max_sandboxes=args.max_sandboxes,
@@ -221,7 +256,9 @@ def settings_from(args: argparse.Namespace, port: int) -> Settings:
     )
 
 
-def banner(app: MockApp) -> str:
+def banner(app: MockApp, *, generated: bool = False) -> str:
+    """What the mock says once it listens. ``generated``: the control token is the mock's own,
+    printed once here (with an inspector address that hands it to the page, in the fragment)."""
     settings = app.settings
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     base = f"http://{host}:{settings.port}"
@@ -229,6 +266,7 @@ def banner(app: MockApp) -> str:
     if settings.control_plane:
         lines.append(f"  control plane: {base}/_mock/  (described at {base}/_mock/openapi.json)")
         lines.append(f"  inspector:     {base}/_mock/ui  (what the mock did, in a browser)")
+        lines += control_lines(settings, base, generated)
     lines.append(f"  clock:         {settings.clock}, now {iso_z(app.runtime.clock.now())}")
     lines.append(f"  state:         {store_line(settings)}")
     lines.append("  fixture keys:")
@@ -239,6 +277,26 @@ def banner(app: MockApp) -> str:
             who = f"{workspace['slug']} / {key['member']} ({role})"
             lines.append(f"    {key['key']:<28} {who}")
     return "\n".join(lines)
+
+
+def control_lines(settings: Settings, base: str, generated: bool) -> list[str]:
+    """How the control plane is guarded, in the banner."""
+    if generated:
+        return [
+            f"  control token: {settings.control_token}  (made for this run: off loopback "
+            "/_mock/ needs Authorization: Bearer <token>; set your own with --control-token or "
+            f"${webhook_cli.ENV_TOKEN})",
+            f"  inspector with the token: {base}/_mock/ui#token={settings.control_token}",
+        ]
+    if settings.control_token is not None:
+        given = f"--control-token or ${webhook_cli.ENV_TOKEN}"
+        return [f"  control token: the one given ({given}); /_mock/ needs it as the Bearer"]
+    if not is_loopback(settings.host):
+        return [
+            "  WARNING: the control plane is OPEN (--open-control-plane): anyone who reaches "
+            "this port can reset the mock, inject faults, set credits and read every request"
+        ]
+    return []
 
 
 def store_line(settings: Settings) -> str:
@@ -291,18 +349,25 @@ def serve(args: argparse.Namespace, *, seams: Seams | None = None) -> int:
             "--workers N needs --store postgresql://...: each worker is a process, and "
             "processes share state only through PostgreSQL"
         )
+    if args.open_control_plane and args.control_token:
+        sock.close()
+        return fail(
+            "--open-control-plane serves /_mock/ without a token, but a control token is given "
+            f"(--control-token or ${webhook_cli.ENV_TOKEN}): choose one"
+        )
     with sock:
         port = int(sock.getsockname()[1])
         try:
             from mockserver.app import create_app
 
-            app = create_app(settings_from(args, port), seams=seams)
+            token, generated = control_token(args)
+            app = create_app(settings_from(args, port, token), seams=seams)
         except (FixtureError, StartupError, StoreError, ValueError) as exc:
             return fail(str(exc))
 
         import uvicorn
 
-        print(banner(app), flush=True)
+        print(banner(app, generated=generated), flush=True)
         # uvicorn shuts down gracefully on SIGINT and SIGTERM, then re-raises the signal against
         # the handlers it found. Handlers that do nothing let the process end normally (status 0)
         # after the graceful shutdown, instead of dying of the signal or printing a

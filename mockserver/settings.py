@@ -22,7 +22,7 @@ class Settings:
     rate_limit: int | None = None  # requests per minute per caller; None: the contract's
     allow_private_callbacks: bool = False
     control_plane: bool = True
-    control_token: str | None = None
+    control_token: str | None = field(default=None, repr=False)  # a secret: never shown
     log_level: str = "info"
     sandbox_ttl: float = 3600.0  # seconds of wall time an idle sandbox lives
     max_sandboxes: int = 64

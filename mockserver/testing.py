@@ -17,7 +17,8 @@ port closed and its thread joined when the block ends.
 Against a mock running elsewhere (shared by several CI jobs), pass ``url=`` (or set
 ``MOCKSERVER_URL``): the block then works in a sandbox of its own (``POST /_mock/sandboxes``),
 with its own keys, clock, credits and deliveries, ended when the block ends. ``sandbox=True``
-does the same in-process.
+does the same in-process. A mock off loopback closes its control plane with a token: pass
+``control_token=`` (or set ``MOCKSERVER_CONTROL_TOKEN``).
 
 With pytest, the kit's plugin gives the ``mockserver`` fixture: one in-process mock per session
 (or the mock at ``--mockserver-url`` / ``MOCKSERVER_URL``) and a fresh sandbox per test, so tests
@@ -40,6 +41,7 @@ from typing import Any
 import httpx
 
 from mockserver.platform.tls import tls_context
+from mockserver.webhook_cli import ENV_TOKEN
 
 ENV_URL = "MOCKSERVER_URL"
 
@@ -333,7 +335,8 @@ def mock_server(
     example ``seed=7`` or ``fixtures=Path(...)``; the clock is manual and loopback callbacks
     are allowed unless they say otherwise. Against a shared mock the block always works in a
     sandbox of its own; ``sandbox=True`` asks for one in-process too. ``sandbox`` may also be a
-    dict of ``POST /_mock/sandboxes`` fields (``{"workspace": "acme"}``).
+    dict of ``POST /_mock/sandboxes`` fields (``{"workspace": "acme"}``). ``control_token``
+    (default ``$MOCKSERVER_CONTROL_TOKEN``, for the mock at ``url``) is the mock's control token.
     """
     url = url or os.environ.get(ENV_URL)
     local = None
@@ -344,7 +347,8 @@ def mock_server(
     else:
         if settings:
             raise TypeError("settings apply to an in-process mock only, not to " + url)
-        handle = MockServer(url.rstrip("/"), [], control_token=control_token)
+        token = control_token or os.environ.get(ENV_TOKEN) or None
+        handle = MockServer(url.rstrip("/"), [], control_token=token)
         sandbox = True if sandbox is None else sandbox
     try:
         if sandbox:

@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mockserver.webhook_cli import ENV_TOKEN
+
 ROOT = Path(__file__).resolve().parents[1]
 #: What a source distribution of the kit holds (and the Dockerfile copies).
 SOURCES = (
@@ -330,6 +332,9 @@ def test_the_dockerfile_copies_what_exists_and_runs_the_documented_command():
     final = instructions[max(i for i, (op, _) in enumerate(instructions) if op == "FROM") :]
     ops = dict(final)
     assert json.loads(ops["CMD"]) == ["mockserver", "--host", "0.0.0.0", "--port", "8080"]
+    # Off loopback the control plane needs a token: the image takes it from the environment.
+    envs = " ".join(arg for op, arg in final if op == "ENV")
+    assert re.search(rf"\b{ENV_TOKEN}=", envs), f"the image names no ${ENV_TOKEN}"
     assert ops["EXPOSE"] == "8080"
     assert ops["USER"] not in ("root", "0")
     assert "/v1/openapi.json" in ops["HEALTHCHECK"] and "urllib" in ops["HEALTHCHECK"]
@@ -350,6 +355,8 @@ def test_compose_starts_the_image():
     assert store.startswith("postgresql://") and "@postgres:5432/" in store
     assert int(command[command.index("--workers") + 1]) > 1
     assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
+    # The control plane's token comes from the environment compose runs in.
+    assert service["environment"][ENV_TOKEN] == f"${{{ENV_TOKEN}:-}}"
     database = compose["services"]["postgres"]
     volume = database["volumes"][0].split(":")[0]
     assert volume in compose["volumes"] and database["image"].startswith("postgres:")

@@ -8,6 +8,7 @@ same validation machinery and error body. Areas add their own control operations
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import importlib
 import inspect
@@ -111,7 +112,8 @@ class ControlPlane:
         load_area_controls()
 
         self.runtime = runtime
-        self.token = token
+        # Kept only as its digest: compared in constant time, never logged nor answered.
+        self.token_digest = None if token is None else token_digest(token)
         self.contract = control_contract()
         missing = set(self.contract.operations) - set(_CONTROL) - SERVED_AS_IS
         if missing:
@@ -177,8 +179,12 @@ class ControlPlane:
             return json_response(200, {"success": True, **result})
 
     def check_token(self, authorization: str | None) -> None:
-        if self.token is None:
+        if self.token_digest is None:
             return
-        expected = f"Bearer {self.token}"
-        if authorization is None or not hmac.compare_digest(authorization, expected):
+        scheme, _, given = (authorization or "").partition(" ")
+        if scheme != "Bearer" or not hmac.compare_digest(token_digest(given), self.token_digest):
             raise ApiError("unauthorized", "the control plane needs Authorization: Bearer <token>")
+
+
+def token_digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()

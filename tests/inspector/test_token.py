@@ -106,3 +106,18 @@ def test_a_token_refused_later_brings_the_form_back(watched: Watched, mock: Mock
     expect(page.locator("#login-error")).to_contain_text("refused")
     expect(page.locator("#app")).to_be_hidden()
     assert page.evaluate("sessionStorage.getItem('mockserver.controlToken')") is None
+
+
+def test_the_banners_address_hands_the_token_over_once(watched: Watched, mock: Mock):
+    """``/_mock/ui#token=...`` (what a mock that made its own token prints): no form, the token
+    sent as the bearer of the data calls, kept for the tab, and gone from the address bar."""
+    page = watched.page
+    page.goto(f"/_mock/ui#token={TOKEN}")
+    expect(page.locator("#app")).to_be_visible()
+    expect(page.locator("#login")).to_be_hidden()
+    mock.api.get("/v1/products")
+    expect(page.locator("#requests tbody tr")).to_have_count(1)
+    assert TOKEN not in page.url and page.evaluate("history.length") == 1
+    assert page.evaluate("sessionStorage.getItem('mockserver.controlToken')") == TOKEN
+    page.reload()  # the address no longer carries it; the tab's session does
+    expect(page.locator("#app")).to_be_visible()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import signal
 import socket
@@ -18,14 +19,20 @@ from mockserver import cli
 
 
 def start(
-    *args: str, command: tuple[str, ...] = ()
+    *args: str, command: tuple[str, ...] = (), env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """A mock in its own process, its banner read through the fixture keys; ``env`` is its whole
+    environment (default: the test's, less ``$MOCKSERVER_CONTROL_TOKEN``). ``base`` is where to
+    reach it: on 127.0.0.1 when it binds every address."""
     argv = [sys.executable, "-m", "mockserver", *command, "--port", "0", "--log-level", "warning"]
+    if env is None:
+        env = {k: v for k, v in os.environ.items() if k != "MOCKSERVER_CONTROL_TOKEN"}
     process = subprocess.Popen(
         [*argv, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env=env,
     )
     lines: list[str] = []
     assert process.stdout is not None
@@ -39,6 +46,7 @@ def start(
     for _ in range(6):
         lines.append(process.stdout.readline())
     base = re.search(r"listening on (http://\S+)", lines[0]).group(1)  # type: ignore[union-attr]
+    base = base.replace("://0.0.0.0:", "://127.0.0.1:")
     deadline = time.monotonic() + 15
     while True:
         try:

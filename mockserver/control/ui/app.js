@@ -14,6 +14,15 @@
   // Request headers a curl command leaves to curl.
   const CURL_SKIPS = new Set(["host", "content-length", "connection", "accept-encoding", "user-agent", "accept"]);
 
+  // A mock that made its own control token (off loopback) prints the inspector's address with
+  // it in the fragment (#token=...): taken once into this tab's session, then removed from the
+  // address bar and the history entry.
+  const handed = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (handed) {
+    sessionStorage.setItem(TOKEN_KEY, handed);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
   const state = {
     token: sessionStorage.getItem(TOKEN_KEY),
     tokenRequired: false,
