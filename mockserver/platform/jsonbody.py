@@ -3,6 +3,9 @@
 The emulated API and the control plane read bodies through :class:`JsonReader`. A body is
 refused with ``400 invalid_request`` and a ``details.reason`` naming the cause:
 
+- ``unsupported_content_encoding``: a body sent with a ``Content-Encoding`` other than
+  ``identity`` (gzip, br, ...): the mock reads bodies as sent, never decompressed, and says so
+  before anything else reads the body (the contract states no 415, so it is a 400);
 - ``unsupported_media_type``: a body sent as anything but ``application/json`` (or ``+json``);
 - ``malformed_json``: not JSON (including ``NaN``, ``Infinity``), or not UTF-8 (a leading
   byte order mark is ignored, as RFC 8259 allows);
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from mockserver.platform.errors import ApiError, invalid_request
@@ -48,11 +52,23 @@ class JsonReader:
         self.low, self.high = low, high
         self._max_digits = max(len(str(low)), len(str(high)))
 
-    def read(self, raw: bytes, content_type: str) -> Any:
-        """A request body: MISSING when none was sent, else JSON (400 for anything else)."""
+    def read(self, raw: bytes, headers: Mapping[str, str]) -> Any:
+        """A request body: MISSING when none was sent, else JSON (400 for anything else).
+        ``headers`` are the request's (lowercase names, as Starlette's)."""
+        if not raw:
+            return MISSING
+        encoding = headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise invalid_request(
+                f"the body is sent with Content-Encoding: {encoding[:40]}; this mock reads "
+                "only unencoded (identity) bodies: send the JSON uncompressed, without "
+                "Content-Encoding",
+                reason="unsupported_content_encoding",
+                contentEncoding=encoding[:40],
+            )
         if not raw.strip():
             return MISSING
-        media_type = content_type.split(";")[0].strip().lower()
+        media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json" and not media_type.endswith("+json"):
             raise invalid_request(
                 f"send the body as application/json, not {media_type or 'no content type'}",
