@@ -8,12 +8,13 @@ every credential redacted (``Authorization`` shows the key's label, never the ke
 ``BODY_LIMIT`` bytes is kept as its size.
 
 Whatever a client sent, the journal can always be read: a body is shown only as the API's own
-reader (platform/jsonbody.py, under the contract's limits) would take it, so what it shows
-is JSON any encoder writes. Anything else is shown as ``{"omitted": why, "bytes": N}``: not
-JSON (not UTF-8, compressed, binary), nested deeper than ``maxJsonNestingDepth``, holding an
-unpaired surrogate or a number out of range, or over ``BODY_LIMIT``. Parsing is iterative or
-bounded (the reader's), never unbounded recursion. Such a body is never previewed: a request
-body that could not be parsed could hold a secret no redaction found.
+reader (platform/jsonbody.py, under the contract's limits) would take it, so what it shows is
+JSON any encoder writes. Anything else is shown as ``{"omitted": why, "bytes": N}``: not JSON
+(not UTF-8, binary), sent with a ``Content-Encoding`` (refused unread), nested deeper than
+``maxJsonNestingDepth``, holding an unpaired surrogate or a number out of range, or over
+``BODY_LIMIT``. Parsing is iterative or bounded (the reader's), never unbounded recursion.
+Such a body is never previewed: a request body that could not be parsed could hold a secret
+no redaction found.
 
 Each entry has a running number (``seq``, from 1, never reused in the journal's life, not even
 after a reset clears it), so a reader can ask only for what it has not seen (``after``).
@@ -31,7 +32,7 @@ from urllib.parse import parse_qs
 
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import ApiError
-from mockserver.platform.jsonbody import JsonReader
+from mockserver.platform.jsonbody import JsonReader, unread_encoding
 
 if TYPE_CHECKING:
     from mockserver.platform.auth import Caller
@@ -120,6 +121,14 @@ def shown_body(body: Body, reader: JsonReader) -> Any:
         return {"omitted": why.get(reason, "not JSON"), "bytes": len(body)}
 
 
+def _content_encoding(raw: RawHeaders) -> str | None:
+    """The request's ``Content-Encoding`` when the mock does not read it (None when none)."""
+    for name, value in raw:
+        if name.lower() == b"content-encoding":
+            return unread_encoding(value.decode("latin-1"))
+    return None
+
+
 def render_headers(raw: RawHeaders, label: Callable[[str], str]) -> dict[str, str]:
     """Headers by lowercase name (repeated ones joined with ``, ``), credentials redacted:
     ``Authorization: Bearer <key>`` becomes ``Bearer <label>`` (``label`` of the key)."""
@@ -173,7 +182,13 @@ class Journal:
     def _render(
         self, entry: Entry, redact: Redactor, label: Callable[[str], str]
     ) -> dict[str, Any]:
-        request_body = shown_body(entry.request_body, self._reader)
+        encoding = _content_encoding(entry.request_headers)
+        if encoding and isinstance(entry.request_body, bytes) and entry.request_body:
+            # refused unread (platform/jsonbody.py): the bytes are not the JSON they encode
+            shown = f"sent with Content-Encoding: {encoding}"
+            request_body: Any = {"omitted": shown, "bytes": len(entry.request_body)}
+        else:
+            request_body = shown_body(entry.request_body, self._reader)
         if entry.operation_id is not None and request_body is not None:
             request_body = redact(entry.operation_id, request_body)
         caller = entry.caller

@@ -43,6 +43,13 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def unread_encoding(content_encoding: str) -> str | None:
+    """A ``Content-Encoding`` this mock does not read (anything but ``identity``), as it is
+    named in answers (lowercase, at most 40 characters); None when there is none."""
+    encoding = content_encoding.strip().lower()
+    return None if encoding in ("", "identity") else encoding[:40]
+
+
 class JsonReader:
     """Parses bodies under the contract's limits (read once, at start-up)."""
 
@@ -57,14 +64,14 @@ class JsonReader:
         ``headers`` are the request's (lowercase names, as Starlette's)."""
         if not raw:
             return MISSING
-        encoding = headers.get("content-encoding", "").strip().lower()
-        if encoding not in ("", "identity"):
+        encoding = unread_encoding(headers.get("content-encoding", ""))
+        if encoding is not None:
             raise invalid_request(
-                f"the body is sent with Content-Encoding: {encoding[:40]}; this mock reads "
+                f"the body is sent with Content-Encoding: {encoding}; this mock reads "
                 "only unencoded (identity) bodies: send the JSON uncompressed, without "
                 "Content-Encoding",
                 reason="unsupported_content_encoding",
-                contentEncoding=encoding[:40],
+                contentEncoding=encoding,
             )
         if not raw.strip():
             return MISSING
