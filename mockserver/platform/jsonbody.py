@@ -116,9 +116,22 @@ class JsonReader:
             ) from None
         brackets = raw.count(b"[") + raw.count(b"{")
         escapes = b"\\u" in raw or b"\\U" in raw
-        if flagged or brackets > self.max_depth or escapes:
+        if flagged or escapes:
             self._check(body, surrogates=escapes)
+        elif brackets > self.max_depth and not self._shallow(body):
+            raise self._too_deep()
         return body
+
+    def _shallow(self, body: Any) -> bool:
+        """Whether no array or object lies deeper than the limit (level by level, no paths:
+        ~5x quicker than :meth:`_check` on a 30 KB list answer the journal shows)."""
+        level, depth = [body], 1
+        while level := [v for v in level if isinstance(v, dict | list)]:
+            if depth > self.max_depth:
+                return False
+            level = [i for v in level for i in (v.values() if isinstance(v, dict) else v)]
+            depth += 1
+        return True
 
     def _check(self, body: Any, *, surrogates: bool) -> None:
         """Walk the tree (iteratively): depth, surrogates, unrepresentable numbers."""
