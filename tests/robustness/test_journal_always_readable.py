@@ -2,7 +2,7 @@
 
 Hypothesis sends hostile requests to the API and to the control plane: bodies of any depth or
 size, lone surrogates, invalid UTF-8, huge numbers, thousands of keys, binary content types,
-compressed bodies (``Content-Encoding``), hostile paths and queries. After each one it reads
+compressed bodies (``Content-Encoding``), hostile queries and header bytes. After each one it reads
 every read operation of the control document (``GET /_mock/openapi.json``: each ``GET``) and
 the inspector's data calls with the parameters its page sends: each answers 200 and is valid
 against the control document (tests/support/control_check.py); every answer of the API is
@@ -171,7 +171,7 @@ def with_value(body: Any, text: str) -> bytes:
 
 
 @st.composite
-def hostile(draw: st.DrawFn, base: Any) -> tuple[bytes, dict[str, str], str, str]:
+def hostile(draw: st.DrawFn, base: Any) -> tuple[bytes, dict[str, Any], str, str]:
     """A hostile request: the body, its headers, a query string, and what kind it is."""
     kind = draw(
         st.sampled_from(
@@ -186,10 +186,11 @@ def hostile(draw: st.DrawFn, base: Any) -> tuple[bytes, dict[str, str], str, str
                 "encoded",
                 "unicode",
                 "query",
+                "headers",
             ]
         )
     )
-    headers = {"Content-Type": JSON}
+    headers: dict[str, Any] = {"Content-Type": JSON}
     query = ""
     if kind == "deep":
         levels = draw(st.integers(DEPTH + 1, 20000))
@@ -228,6 +229,10 @@ def hostile(draw: st.DrawFn, base: Any) -> tuple[bytes, dict[str, str], str, str
     elif kind == "unicode":
         text = draw(st.text(st.characters(exclude_categories=["Cs"]), max_size=40))
         body = json.dumps({**(base or {}), text: text}, ensure_ascii=False).encode()
+    elif kind == "headers":
+        odd = draw(st.binary(min_size=1, max_size=200).map(lambda b: b.translate(None, b"\r\n")))
+        headers = {**headers, "X-Hostile": odd, "Cookie": odd}
+        body = json.dumps(base).encode() if base is not None else b""
     else:
         query = draw(st.sampled_from(["%ED%A0%80", "%FF%FE", "%00", "x=%C3%28&%F0=1", "a" * 3000]))
         query += "&" + draw(st.sampled_from(["limit=99999999999999999999999", "x=%ED%B0%80"]))
@@ -235,7 +240,7 @@ def hostile(draw: st.DrawFn, base: Any) -> tuple[bytes, dict[str, str], str, str
     return body, headers, query, kind
 
 
-def send(mock: Mock, target: Target, body: bytes, headers: dict[str, str], query: str):
+def send(mock: Mock, target: Target, body: bytes, headers: dict[str, Any], query: str):
     url = f"{target.path}?{query}" if query else target.path
     if target.key:
         headers = {**headers, "Idempotency-Key": "hostile-1"}
