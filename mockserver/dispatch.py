@@ -192,7 +192,7 @@ class Dispatcher:
                 body = MISSING
                 if validator.accepts_body:
                     raw = await self.read_raw(request)
-                    body = self.json.read(raw, request.headers.get("content-type", ""))
+                    body = self.json.read(raw, request.headers)
                 query = list(request.query_params.multi_items())
                 headers = dict(request.headers)
                 query, headers, body = rt.seams.prepare_request(op, query, headers, body)

@@ -19,6 +19,7 @@ from mockserver.platform.documents import DocKey
 from mockserver.platform.faults import Fault, Faults
 from mockserver.platform.idempotency import Idempotency
 from mockserver.platform.journal import Journal
+from mockserver.platform.jsonbody import JsonReader
 from mockserver.platform.ratelimit import RateLimiter
 from mockserver.platform.scheduler import Scheduler
 from mockserver.platform.secretbox import SecretBox
@@ -108,7 +109,7 @@ class Runtime:
         )
         self.secrets = secrets or SecretBox(data_key(store))
         self.faults = Faults()
-        self.journal = Journal()
+        self.journal = Journal(JsonReader(limits))
         self.validators: dict[str, OperationValidator] = validators or compile_all(self.contract)
         self.scheduler = Scheduler(self)
         self.clock.on_change(lambda _now: self.scheduler.tick(force=True))

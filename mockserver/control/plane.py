@@ -142,7 +142,7 @@ class ControlPlane:
                 if not op.public:
                     self.check_token(request.headers.get("authorization"))
                 raw = await request.body()
-                body = self.json.read(raw, request.headers.get("content-type", ""))
+                body = self.json.read(raw, request.headers)
                 valid = self.validators[op.operation_id].validate(
                     path_params, list(request.query_params.multi_items()), {}, body
                 )

@@ -3,6 +3,9 @@
 The emulated API and the control plane read bodies through :class:`JsonReader`. A body is
 refused with ``400 invalid_request`` and a ``details.reason`` naming the cause:
 
+- ``unsupported_content_encoding``: a body sent with a ``Content-Encoding`` other than
+  ``identity`` (gzip, br, ...): the mock reads bodies as sent, never decompressed, and says so
+  before anything else reads the body (the contract states no 415, so it is a 400);
 - ``unsupported_media_type``: a body sent as anything but ``application/json`` (or ``+json``);
 - ``malformed_json``: not JSON (including ``NaN``, ``Infinity``), or not UTF-8 (a leading
   byte order mark is ignored, as RFC 8259 allows);
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from mockserver.platform.errors import ApiError, invalid_request
@@ -39,6 +43,13 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def unread_encoding(content_encoding: str) -> str | None:
+    """A ``Content-Encoding`` this mock does not read (anything but ``identity``), as it is
+    named in answers (lowercase, at most 40 characters); None when there is none."""
+    encoding = content_encoding.strip().lower()
+    return None if encoding in ("", "identity") else encoding[:40]
+
+
 class JsonReader:
     """Parses bodies under the contract's limits (read once, at start-up)."""
 
@@ -48,11 +59,23 @@ class JsonReader:
         self.low, self.high = low, high
         self._max_digits = max(len(str(low)), len(str(high)))
 
-    def read(self, raw: bytes, content_type: str) -> Any:
-        """A request body: MISSING when none was sent, else JSON (400 for anything else)."""
+    def read(self, raw: bytes, headers: Mapping[str, str]) -> Any:
+        """A request body: MISSING when none was sent, else JSON (400 for anything else).
+        ``headers`` are the request's (lowercase names, as Starlette's)."""
+        if not raw:
+            return MISSING
+        encoding = unread_encoding(headers.get("content-encoding", ""))
+        if encoding is not None:
+            raise invalid_request(
+                f"the body is sent with Content-Encoding: {encoding}; this mock reads "
+                "only unencoded (identity) bodies: send the JSON uncompressed, without "
+                "Content-Encoding",
+                reason="unsupported_content_encoding",
+                contentEncoding=encoding,
+            )
         if not raw.strip():
             return MISSING
-        media_type = content_type.split(";")[0].strip().lower()
+        media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json" and not media_type.endswith("+json"):
             raise invalid_request(
                 f"send the body as application/json, not {media_type or 'no content type'}",
@@ -93,9 +116,22 @@ class JsonReader:
             ) from None
         brackets = raw.count(b"[") + raw.count(b"{")
         escapes = b"\\u" in raw or b"\\U" in raw
-        if flagged or brackets > self.max_depth or escapes:
+        if flagged or escapes:
             self._check(body, surrogates=escapes)
+        elif brackets > self.max_depth and not self._shallow(body):
+            raise self._too_deep()
         return body
+
+    def _shallow(self, body: Any) -> bool:
+        """Whether no array or object lies deeper than the limit (level by level, no paths:
+        ~5x quicker than :meth:`_check` on a 30 KB list answer the journal shows)."""
+        level, depth = [body], 1
+        while level := [v for v in level if isinstance(v, dict | list)]:
+            if depth > self.max_depth:
+                return False
+            level = [i for v in level for i in (v.values() if isinstance(v, dict) else v)]
+            depth += 1
+        return True
 
     def _check(self, body: Any, *, surrogates: bool) -> None:
         """Walk the tree (iteratively): depth, surrogates, unrepresentable numbers."""
