@@ -231,6 +231,14 @@ class Exchange:
         }
 
 
+def rounded(seconds: float) -> str:
+    """Seconds as people read a wait: whole from 10 s up (``59.9993`` is ``60``), else to a
+    tenth (``2.5``), never the float's noise."""
+    if seconds >= 10:
+        return str(round(seconds))
+    return f"{round(seconds, 1):g}"
+
+
 def path_below(url: str, base_path: str) -> str:
     """The path of ``url`` below ``base_path`` (``/gw/v1/jobs`` below ``/gw``: ``/v1/jobs``);
     the URL's whole path when it is not below it."""
@@ -438,8 +446,8 @@ class Target:
         left = self.time_left()
         if left is not None and waited > left:
             self._refused_wait(waited, why)
-        capped = f" (capped from {seconds:g} s)" if waited < seconds else ""
-        self.notes.append(f"waited {waited:g} s{capped}: {why}")
+        capped = f" (capped from {rounded(seconds)} s)" if waited < seconds else ""
+        self.notes.append(f"waited {rounded(waited)} s{capped}: {why}")
         self.announce(waited, why)
         if until is None:
             self.sleep(waited)
@@ -457,7 +465,8 @@ class Target:
     def _refused_wait(self, seconds: float, why: str) -> None:
         if not any(note.startswith("the time budget") for note in self.notes):
             self.notes.append(
-                f"the time budget ended the run's waits: {seconds:g} s more ({why}) did not fit"
+                f"the time budget ended the run's waits: {rounded(seconds)} s more ({why}) did not "
+                "fit"
             )
         raise TimeBudgetExhausted
 

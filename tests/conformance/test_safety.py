@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conformance.runner import BUDGET_USED_UP, NEEDS_CREATE, NEEDS_SPEND
+from conformance.target import Target
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import GLOBEX, OWNER, Served, live_mock, run_quietly, skip_reasons
 
@@ -82,3 +87,17 @@ def test_a_long_retry_after_is_capped_and_said():
         )
     assert waits == [30]
     assert any("capped from 3600 s" in note for note in report.notes)
+
+
+@given(seconds=st.floats(min_value=0.05, max_value=120, allow_nan=False))
+def test_waits_are_noted_rounded(seconds: float):
+    # A rate window's wait is what is left of it on the run's clock (59.9993 s): the note says
+    # 60 s, whole seconds from 10 s up, a tenth below, never a float's noise.
+    slept: list[float] = []
+    target = Target("http://deployment.invalid", KEY, sleep=slept.append)
+    target.wait(seconds, "the rate-limit window to reset")
+    (note,) = target.notes
+    shown = note.removeprefix("waited ").partition(" s")[0]
+    assert slept == [seconds]
+    assert re.fullmatch(r"\d+" if seconds >= 10 else r"\d+(\.\d)?", shown), note
+    assert abs(float(shown) - seconds) <= (0.5 if seconds >= 10 else 0.05)
