@@ -86,6 +86,7 @@ class PostgresDialect(Dialect):
     name = "postgresql"
     shared = True
     unlogged = "UNLOGGED"
+    serial = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
 
     def __init__(self, url: str) -> None:
         try:

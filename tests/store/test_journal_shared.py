@@ -1,0 +1,116 @@
+"""One request journal for every process on a PostgreSQL store.
+
+Two ``mockserver`` processes share a fresh schema of a real PostgreSQL server
+(tests/support/postgres.py; without one the tests skip with the reason, under CI that is a
+failure). Requests go to either process; ``GET /_mock/requests`` on either shows them all, in
+the order they were answered, pages with ``after`` across them, and keeps the newest 1,000 of
+a world. Every control-plane answer is checked against the control document.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from conformance.mockprocess import MockProcess
+from tests.store.process import running
+from tests.support.control_check import CheckedControl
+from tests.support.postgres import UNAVAILABLE, fresh_schema_url, server_url
+
+OWNER = {"Authorization": "Bearer sk_test_acme_owner"}
+BOUND = 1000  # the journal's bound per world (the control document: newest 1,000)
+
+
+@pytest.fixture(scope="module")
+def database() -> str:
+    if server_url() is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs a PostgreSQL server for these tests: {UNAVAILABLE}")
+        pytest.skip(UNAVAILABLE)
+    return server_url()  # type: ignore[return-value]
+
+
+@pytest.fixture
+def pair(database: str) -> Iterator[tuple[httpx.Client, httpx.Client]]:
+    """Clients of two mock processes on one fresh schema of the database, the journal
+    emptied of their readiness probes."""
+    url = fresh_schema_url()
+    args = ("--store", url, "--clock", "manual", "--rate-limit", "100000")
+    with running(*args) as first, running(*args) as second:
+        clients = _client(first), _client(second)
+        CheckedControl(clients[0]).call("POST", "/reset")
+        yield clients
+
+
+def _client(process: MockProcess) -> httpx.Client:
+    return httpx.Client(base_url=process.base_url, timeout=30)
+
+
+def send(clients: tuple[httpx.Client, ...], count: int, path: str = "/v1/channels") -> list[str]:
+    """``count`` requests, one after another, to each client in turn: their request ids."""
+    ids = []
+    for n in range(count):
+        answer = clients[n % len(clients)].get(path, headers=OWNER)
+        assert answer.status_code == 200, answer.text
+        ids.append(answer.headers["x-request-id"])
+    return ids
+
+
+def journal(client: httpx.Client, **params: object) -> dict:
+    return CheckedControl(client).call("GET", "/requests", **params)
+
+
+def test_either_process_shows_every_process_requests_in_answer_order(pair):
+    a, b = pair
+    sent = send((a, b), 6)
+    for reader in (a, b):
+        shown = journal(reader)
+        assert [e["requestId"] for e in shown["requests"]] == sent
+        seqs = [e["seq"] for e in shown["requests"]]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+        assert shown["latestSeq"] == seqs[-1] and shown["oldestSeq"] == seqs[0]
+        assert all(e["keyId"] and e["status"] == 200 for e in shown["requests"])
+
+
+def test_after_pages_across_processes(pair):
+    """A poller (the inspector) asks each time for what came after the last entry it saw,
+    from whichever process answers the poll."""
+    a, b = pair
+    after, seen, sent = 0, [], []
+    for turn in range(6):
+        sent += send(((a, b), (b,), (a,))[turn % 3], turn + 1)
+        shown = journal((b, a)[turn % 2], after=after)["requests"]
+        assert all(e["seq"] > after for e in shown)
+        seen += [e["requestId"] for e in shown]
+        after = shown[-1]["seq"]
+    assert seen == sent
+    assert journal(a, after=after)["requests"] == []
+
+
+def test_a_reset_on_one_process_empties_the_journal_for_both_and_numbering_goes_on(pair):
+    a, b = pair
+    send((a, b), 3)
+    latest = journal(b)["latestSeq"]
+    CheckedControl(a).call("POST", "/reset")
+    for reader in (a, b):
+        shown = journal(reader)
+        assert shown["requests"] == []
+        assert shown["latestSeq"] == latest and shown["oldestSeq"] == latest + 1
+    again = send((b,), 1)
+    shown = journal(a)
+    assert [e["requestId"] for e in shown["requests"]] == again
+    assert shown["requests"][0]["seq"] > latest
+
+
+def test_the_shared_journal_keeps_the_newest_thousand_of_a_world(pair):
+    a, b = pair
+    sent = send((a, b), BOUND + 15)
+    for reader in (a, b):
+        shown = journal(reader, limit=BOUND)
+        ids = [e["requestId"] for e in shown["requests"]]
+        assert ids == sent[-BOUND:], "the newest 1,000, oldest first"
+        assert shown["oldestSeq"] == shown["requests"][0]["seq"]
+        assert shown["latestSeq"] == shown["requests"][-1]["seq"]
