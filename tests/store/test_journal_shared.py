@@ -114,3 +114,46 @@ def test_the_shared_journal_keeps_the_newest_thousand_of_a_world(pair):
         assert ids == sent[-BOUND:], "the newest 1,000, oldest first"
         assert shown["oldestSeq"] == shown["requests"][0]["seq"]
         assert shown["latestSeq"] == shown["requests"][-1]["seq"]
+
+
+def test_bodies_come_back_from_the_store_shown_as_the_in_process_journal_shows_them(pair):
+    """The bytes kept in the store are rendered as the in-process journal renders them: a body
+    nested too deep, one sent with a Content-Encoding, and one not UTF-8 are shown only as why
+    and their size; a JSON body as its JSON."""
+    a, b = pair
+    deep = b"[" * 1100 + b"]" * 1100
+    bodies = [
+        (a, deep, {}),
+        (b, b"\x1f\x8b\x08\x00binary", {"Content-Encoding": "gzip"}),
+        (a, b'{"name": "\xff"}', {}),
+        (b, b'{"name": "shown"}', {}),
+    ]
+    for client, body, headers in bodies:
+        answer = client.post(
+            "/v1/products",
+            content=body,
+            headers={**OWNER, "Content-Type": "application/json", **headers},
+        )
+        assert answer.status_code < 500, answer.text
+    for reader in (a, b):
+        shown = [e["requestBody"] for e in journal(reader)["requests"]]
+        sizes = [len(body) for _, body, _ in bodies]
+        assert shown[0]["omitted"].startswith("nested deeper than")
+        assert shown[0]["bytes"] == sizes[0]
+        assert shown[1] == {"omitted": "sent with Content-Encoding: gzip", "bytes": sizes[1]}
+        assert shown[2] == {"omitted": "not JSON", "bytes": sizes[2]}
+        assert shown[3] == {"name": "shown"}
+
+
+def test_a_sandbox_has_its_own_shared_journal(pair):
+    a, b = pair
+    made = CheckedControl(a).call("POST", "/sandboxes")["sandbox"]
+    key = next(k["key"] for k in made["keys"] if k["role"] == "owner")
+    auth = {"Authorization": f"Bearer {key}"}
+    in_sandbox = [
+        client.get("/v1/channels", headers=auth).headers["x-request-id"] for client in (b, a)
+    ]
+    outside = send((a,), 1)
+    assert [e["requestId"] for e in journal(a)["requests"]] == outside
+    sandbox_journal = CheckedControl(b).call("GET", "/requests", sandbox=made["id"])
+    assert [e["requestId"] for e in sandbox_journal["requests"]] == in_sandbox
