@@ -277,16 +277,10 @@ class SqlWorld:
 
     # -- the request journal (platform/journal.py SharedJournal) ----------------------------
 
-    def journal_add(
-        self, meta: str, request_body: bytes | None, response_body: bytes | None
-    ) -> None:
-        """Journal one answered request (one statement, its own transaction): numbered
-        store-wide, after every request any process journalled before it."""
-        self.db.execute(
-            "INSERT INTO journal (world, meta, request_body, response_body)"
-            " VALUES (%s, %s, %s, %s)",
-            (self.id, meta, request_body, response_body),
-        )
+    def journal_add(self, rows: list[tuple[str, bytes | None, bytes | None]]) -> None:
+        """Journal answered requests, in order: (meta, request body, response body) each, in
+        one statement (PostgreSQL), numbered store-wide after every entry already visible."""
+        self.db.journal_add(self.id, rows)  # type: ignore[attr-defined]
 
     def journal_trim(self, keep: int) -> None:
         """Forget all but the newest ``keep`` entries of the world (the newest row stays, even

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -157,3 +158,18 @@ def test_a_sandbox_has_its_own_shared_journal(pair):
     assert [e["requestId"] for e in journal(a)["requests"]] == outside
     sandbox_journal = CheckedControl(b).call("GET", "/requests", sandbox=made["id"])
     assert [e["requestId"] for e in sandbox_journal["requests"]] == in_sandbox
+
+
+def test_requests_answered_together_are_each_journalled_once(pair):
+    """Many requests at once on both processes (those a process answers in one turn of its
+    loop are written together): every one is shown once, from either process."""
+    a, b = pair
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        answers = list(
+            pool.map(lambda n: (a, b)[n % 2].get("/v1/channels", headers=OWNER), range(64))
+        )
+    sent = {answer.headers["x-request-id"] for answer in answers}
+    for reader in (a, b):
+        shown = journal(reader, limit=BOUND)["requests"]
+        assert sorted(e["requestId"] for e in shown) == sorted(sent)
+        assert [e["seq"] for e in shown] == sorted({e["seq"] for e in shown})
