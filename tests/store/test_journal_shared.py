@@ -108,13 +108,16 @@ def test_a_reset_on_one_process_empties_the_journal_for_both_and_numbering_goes_
 
 def test_the_shared_journal_keeps_the_newest_thousand_of_a_world(pair):
     a, b = pair
-    sent = send((a, b), BOUND + 15)
+    gone = send((a, b), 15, "/v1/products")
+    sent = gone + send((b, a), BOUND)
     for reader in (a, b):
         shown = journal(reader, limit=BOUND)
         ids = [e["requestId"] for e in shown["requests"]]
         assert ids == sent[-BOUND:], "the newest 1,000, oldest first"
         assert shown["oldestSeq"] == shown["requests"][0]["seq"]
         assert shown["latestSeq"] == shown["requests"][-1]["seq"]
+        past = journal(reader, operationId="listProducts")
+        assert past["requests"] == [], "what is past the bound is gone, whatever the filter"
 
 
 def test_bodies_come_back_from_the_store_shown_as_the_in_process_journal_shows_them(pair):
