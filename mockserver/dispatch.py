@@ -244,6 +244,7 @@ class Dispatcher:
                 response_headers=response.raw_headers,
             )
         )
+        await rt.journal.written()
         return response
 
     def counted_identity(self, rt: Runtime, op: Operation | None, request: Request) -> str | None:

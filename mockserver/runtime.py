@@ -18,7 +18,7 @@ from mockserver.platform.delivery import DeliveryWorker
 from mockserver.platform.documents import DocKey
 from mockserver.platform.faults import Fault, Faults
 from mockserver.platform.idempotency import Idempotency
-from mockserver.platform.journal import Journal
+from mockserver.platform.journal import Journal, SharedJournal
 from mockserver.platform.jsonbody import JsonReader
 from mockserver.platform.ratelimit import RateLimiter
 from mockserver.platform.scheduler import Scheduler
@@ -109,7 +109,10 @@ class Runtime:
         )
         self.secrets = secrets or SecretBox(data_key(store))
         self.faults = Faults()
-        self.journal = Journal(JsonReader(limits))
+        reader = JsonReader(limits)
+        self.journal = (
+            SharedJournal(reader, store) if store is not None and store.shared else Journal(reader)
+        )
         self.validators: dict[str, OperationValidator] = validators or compile_all(self.contract)
         self.scheduler = Scheduler(self)
         self.clock.on_change(lambda _now: self.scheduler.tick(force=True))

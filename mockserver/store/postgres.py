@@ -59,6 +59,22 @@ CATCH_UP_COUNTING = (
     " LEFT JOIN docs d ON d.world = w.id AND d.rev > %(rev)s WHERE w.id = %(world)s"
     " ORDER BY d.ord"
 )
+# Journal rows of one turn of a process's loop, in one statement. The world's advisory lock,
+# held to the statement's commit, makes the store's numbers follow the commits: a reader that
+# saw entry n never later finds an entry below n appear (``after`` loses nothing). A lone row
+# is bound as values (~0.1-0.15 ms measured; unnest's arrays cost ~0.25 ms more); several
+# as arrays in binary (20 rows: ~0.45 ms; 2 ms as text).
+JOURNAL_LOCKED = "WITH locked AS (SELECT pg_advisory_xact_lock(%s, hashtext(%s)))"
+JOURNAL_ADD_ONE = (
+    JOURNAL_LOCKED + " INSERT INTO journal (world, meta, request_body, response_body)"
+    " SELECT %s, %s, %s, %s FROM locked"
+)
+JOURNAL_ADD = (
+    JOURNAL_LOCKED + " INSERT INTO journal (world, meta, request_body, response_body)"
+    " SELECT %s, t.m, t.q, t.r FROM locked,"
+    " unnest(%b::text[], %b::bytea[], %b::bytea[]) WITH ORDINALITY AS t(m, q, r, n) ORDER BY t.n"
+)
+JOURNAL_LOCK = 0x6A726E6C  # "jrnl", with the world's hash
 SCHEMA_LOCK = 0x6D6F636B  # "mock": held while one process makes or migrates the schema
 
 
@@ -86,6 +102,7 @@ class PostgresDialect(Dialect):
     name = "postgresql"
     shared = True
     unlogged = "UNLOGGED"
+    serial = "BIGINT GENERATED ALWAYS AS IDENTITY"  # indexed with its world only
 
     def __init__(self, url: str) -> None:
         try:
@@ -168,6 +185,13 @@ class PostgresDialect(Dialect):
         self, world: str, rev: int, hits: dict[str, int], now: float, window: int
     ) -> list[tuple[Any, ...]]:
         return self.execute(CATCH_UP_COUNTING, {**_counting(world, hits, now, window), "rev": rev})
+
+    def journal_add(self, world: str, rows: list[tuple[str, bytes | None, bytes | None]]) -> None:
+        if len(rows) == 1:
+            self.execute(JOURNAL_ADD_ONE, (JOURNAL_LOCK, world, world, *rows[0]))
+            return
+        metas, requests, responses = (list(column) for column in zip(*rows, strict=True))
+        self.execute(JOURNAL_ADD, (JOURNAL_LOCK, world, world, metas, requests, responses))
 
     def rate_buckets(self, world: str) -> dict[str, tuple[float, int]]:
         found = self.execute(

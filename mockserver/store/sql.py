@@ -25,7 +25,7 @@ import orjson
 from mockserver.platform.documents import DocKey
 from mockserver.store.base import Conflict, Delta, Row, SchemaError, StoreError, Write
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ORD_STRIDE = 1 << 20  # ords of one write: (rev * stride) + its position in the write
 
 # Each entry turns a store of version i (its index) into version i + 1.
@@ -43,6 +43,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE {unlogged} TABLE rate_buckets (world TEXT NOT NULL, identity TEXT NOT NULL,"
         " window_start DOUBLE PRECISION NOT NULL, count INTEGER NOT NULL,"
         " PRIMARY KEY (world, identity))",
+    ),
+    (
+        # The request journal of a shared store (platform/journal.py SharedJournal): one row a
+        # request, numbered store-wide in the order they were answered; a record of what was
+        # answered, not state: no write-ahead log.
+        "CREATE {unlogged} TABLE journal (seq {serial}, world TEXT NOT NULL,"
+        " meta TEXT NOT NULL, request_body BYTEA, response_body BYTEA,"
+        " cleared BOOLEAN NOT NULL DEFAULT FALSE)",
+        "CREATE INDEX journal_world ON journal (world, seq)",
     ),
 )
 
@@ -65,6 +74,7 @@ class Dialect:
     name = "sql"
     shared = False
     unlogged = ""  # how CREATE says a table needs no write-ahead log (PostgreSQL: UNLOGGED)
+    serial = "INTEGER PRIMARY KEY AUTOINCREMENT"  # a key numbered by the database, never reused
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -112,7 +122,9 @@ class SqlStore:
                 )
             for step in migrations[version:]:
                 for statement in step:
-                    db.execute(statement.replace("{unlogged}", db.unlogged))
+                    db.execute(
+                        statement.replace("{unlogged}", db.unlogged).replace("{serial}", db.serial)
+                    )
             if not found:
                 db.execute("INSERT INTO kit_schema (version) VALUES (%s)", (len(migrations),))
             elif version < len(migrations):
@@ -172,6 +184,7 @@ class SqlStore:
         found = self._in_transaction(
             ("DELETE FROM docs WHERE world = %s", (sandbox_id,)),
             ("DELETE FROM secrets WHERE world = %s", (sandbox_id,)),
+            ("DELETE FROM journal WHERE world = %s", (sandbox_id,)),
             ("DELETE FROM worlds WHERE id = %s", (sandbox_id,)),
             ("DELETE FROM sandboxes WHERE id = %s RETURNING id", (sandbox_id,)),
         )
@@ -261,6 +274,53 @@ class SqlWorld:
         knows); the new (rev, epoch). :class:`Conflict` when another process wrote first."""
         self.db.write(self.id, change, rev, epoch)
         return rev + 1, epoch + 1 if change.whole else epoch
+
+    # -- the request journal (platform/journal.py SharedJournal) ----------------------------
+
+    def journal_add(self, rows: list[tuple[str, bytes | None, bytes | None]]) -> None:
+        """Journal answered requests, in order: (meta, request body, response body) each, in
+        one statement (PostgreSQL), numbered store-wide after every entry already visible."""
+        self.db.journal_add(self.id, rows)  # type: ignore[attr-defined]
+
+    def journal_trim(self, keep: int) -> None:
+        """Forget all but the newest ``keep`` entries of the world (the newest row stays, even
+        cleared: it holds the latest number)."""
+        self.db.execute(
+            "DELETE FROM journal WHERE world = %s AND seq < (SELECT min(seq) FROM"
+            " (SELECT seq FROM journal WHERE world = %s ORDER BY seq DESC LIMIT %s) AS kept)",
+            (self.id, self.id, keep),
+        )
+
+    def journal_rows(self, after: int, keep: int) -> list[tuple[Any, ...]]:
+        """The newest ``keep`` entries of the world not cleared, those after ``after``, oldest
+        first: (seq, meta, request body, response body)."""
+        return self.db.execute(
+            "SELECT seq, meta, request_body, response_body FROM (SELECT * FROM journal"
+            " WHERE world = %s AND NOT cleared ORDER BY seq DESC LIMIT %s) AS kept"
+            " WHERE seq > %s ORDER BY seq",
+            (self.id, keep, after),
+        )
+
+    def journal_bounds(self, keep: int) -> tuple[int, int | None]:
+        """The last number the world's journal ever gave (0 before the first) and its oldest
+        entry kept (None when none is)."""
+        found = self.db.execute(
+            "SELECT (SELECT max(seq) FROM journal WHERE world = %s), (SELECT min(seq) FROM"
+            " (SELECT seq FROM journal WHERE world = %s AND NOT cleared ORDER BY seq DESC"
+            " LIMIT %s) AS kept)",
+            (self.id, self.id, keep),
+        )
+        latest, oldest = found[0] if found else (None, None)
+        return int(latest or 0), None if oldest is None else int(oldest)
+
+    def journal_clear(self) -> None:
+        """Empty the world's journal; its newest row stays, cleared, to hold the number."""
+        self.store._in_transaction(
+            ("UPDATE journal SET cleared = TRUE, request_body = NULL, response_body = NULL"
+             " WHERE world = %s", (self.id,)),
+            ("DELETE FROM journal WHERE world = %s AND seq < (SELECT max(seq) FROM journal"
+             " WHERE world = %s)", (self.id, self.id)),
+        )  # fmt: skip
 
     def secret(self, name: str, make: Callable[[], bytes]) -> bytes:
         db = self.db
