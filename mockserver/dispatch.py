@@ -101,10 +101,13 @@ def request_path(request: Request) -> str:
 
 
 def store_unavailable(request_id: str) -> ApiError:
-    """The answer when the mock's own store failed: nothing of the request was kept."""
+    """The answer when the mock's own store failed (its database down or restarting, its
+    file read-only or its disk full): the request was not applied; the same request, retried
+    with its Idempotency-Key once the store is back, is applied once."""
     return ApiError(
         "upstream_unavailable",
-        f"the mock's state store is unavailable; nothing was kept (request id {request_id})",
+        "the mock's state store is unreachable or cannot be written; the request was not"
+        f" applied: retry it (request id {request_id})",
         headers={"Retry-After": "1"},
     )
 

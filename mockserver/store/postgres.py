@@ -59,6 +59,7 @@ CATCH_UP_COUNTING = (
     " LEFT JOIN docs d ON d.world = w.id AND d.rev > %(rev)s WHERE w.id = %(world)s"
     " ORDER BY d.ord"
 )
+CONNECT_TIMEOUT = 5  # seconds to reach the server before a request answers 503
 SCHEMA_LOCK = 0x6D6F636B  # "mock": held while one process makes or migrates the schema
 
 
@@ -96,15 +97,32 @@ class PostgresDialect(Dialect):
             ) from exc
         self.psycopg = psycopg
         self.tuples_ok = psycopg.pq.ExecStatus.TUPLES_OK
+        self.url = url
         self.describe = redacted(url)
+        self._conn = self._connect()
+
+    def _connect(self) -> Any:
+        psycopg = self.psycopg
         try:
-            self.conn = psycopg.connect(url, autocommit=True)
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
             # Statements outside the world's writes (rate buckets) need not wait for the disk:
             # a bucket lost with the database server costs nothing. The writes of the world
             # commit synchronously (SET LOCAL in write()).
-            self.conn.execute("SET synchronous_commit TO off")
+            conn.execute("SET synchronous_commit TO off")
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.describe}: {exc}") from exc
+        return conn
+
+    @property
+    def conn(self) -> Any:
+        """The connection, made again when the last one broke (the server restarted, say):
+        a request while the server is down fails with :class:`StoreError` (503), and the
+        first one after it is back is served, with no restart of the mock."""
+        if self._conn.closed or self._conn.broken:
+            with contextlib.suppress(self.psycopg.Error):
+                self._conn.close()
+            self._conn = self._connect()
+        return self._conn
 
     def _fail(self, exc: Exception) -> StoreError:
         return StoreError(f"{self.describe}: {type(exc).__name__}: {exc}")
@@ -184,7 +202,7 @@ class PostgresDialect(Dialect):
             )
 
     def close(self) -> None:
-        self.conn.close()
+        self._conn.close()
 
 
 def open_postgres(url: str) -> SqlStore:
