@@ -11,6 +11,7 @@ after the recovery with its ``eventId`` unchanged.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -28,6 +29,8 @@ def cluster():
     try:
         made = own_cluster()
     except RuntimeError as exc:
+        if os.environ.get("CI"):  # CI installs PostgreSQL: a missing server is a failure there
+            raise
         pytest.skip(str(exc))
     yield made
     made.remove()
