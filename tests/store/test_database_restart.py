@@ -15,13 +15,36 @@ import os
 import threading
 import time
 
+import httpx
 import pytest
 
 from tests.store.process import running
-from tests.store.test_durable import SECRET, burst, clients
+from tests.store.test_durable import SECRET, clients
 from tests.support.postgres import own_cluster
 
 FOOTAGE = ["https://videos.example.com/cooking/perfect-rice"]
+AUTH = {"Authorization": "Bearer sk_test_acme_owner"}
+Refused = tuple[str, str, dict, int, str]  # path, Idempotency-Key, body, status, text
+
+
+def load(base_url: str, stop: threading.Event, acked: list, refused: list[Refused]) -> None:
+    """Write until stopped: products, and paid renders, each with an Idempotency-Key. A 2xx
+    is noted in ``acked`` with what it made; any other answer in ``refused``."""
+    n = 0
+    with httpx.Client(base_url=base_url, timeout=30) as http:
+        while not stop.is_set():
+            n += 1
+            key = f"load-{threading.get_ident()}-{n}"
+            if n % 2:
+                path, body, name = "/v1/products", {"name": f"thing {key}"}, "product"
+            else:
+                path = "/v1/video/render"
+                body, name = {"projectId": "prj_acme_01", "story": f"A walk {key}."}, "job"
+            answer = http.post(path, json=body, headers={**AUTH, "Idempotency-Key": key})
+            if answer.is_success:
+                acked.append((key, body, answer.json()[name]["id"]))
+            else:  # checked by the test: only 503 upstream_unavailable
+                refused.append((path, key, body, answer.status_code, answer.text))
 
 
 @pytest.fixture
@@ -53,11 +76,13 @@ def test_a_database_restart_in_a_load_answers_503_then_recovers(cluster, receive
         control.call("POST", "/deliveries/flush", {"timeoutSeconds": 15})
         first = [json.loads(d.body)["eventId"] for d in receiver.deliveries]
         assert first, "the first attempt was made (and answered 503)"
+        control.credits(balance=1_000_000)  # the load never runs out
         start_balance = control.credits() + api.get("/v1/usage").json()["totalCredits"]
 
-        stop, acked = threading.Event(), []
+        stop, acked, refused = threading.Event(), [], []
         threads = [
-            threading.Thread(target=burst, args=(mock.base_url, stop, acked)) for _ in range(2)
+            threading.Thread(target=load, args=(mock.base_url, stop, acked, refused))
+            for _ in range(2)
         ]
         for thread in threads:
             thread.start()
@@ -85,11 +110,24 @@ def test_a_database_restart_in_a_load_answers_503_then_recovers(cluster, receive
         assert len(acked) >= before_down + 10, "the mock served again after the restart"
         assert mock.process is not None and mock.process.poll() is None, "no restart of the mock"
 
+        assert refused, "the load met the server down"
+        # Retried with their keys, the refused requests apply once (a commit whose answer was
+        # lost with the connection replays).
+        odd = [(status, text) for *_, status, text in refused if status != 503]
+        assert not odd, "\n".join(mock.lines[-60:])
+        assert all(json.loads(text)["code"] == "upstream_unavailable" for *_, text in refused)
+        for path, key, body, *_ in refused:
+            again = api.post(path, json=body, headers={"Idempotency-Key": key})
+            assert again.is_success, again.text
+            name = "product" if "name" in body else "job"
+            acked.append((key, body, again.json()[name]["id"]))
+
         balance = control.credits()
         products = {p["id"]: p["name"] for p in api.walk("/v1/products", "products", limit=100)}
         for _key, body, made_id in acked:
             if "name" in body:
                 assert products[made_id] == body["name"], "an acknowledged write was lost"
+                assert list(products.values()).count(body["name"]) == 1, "applied once"
             else:
                 assert api.get(f"/v1/jobs/{made_id}").json()["job"]["id"] == made_id
         for key, body, made_id in [entry for entry in acked if "story" in entry[1]]:
