@@ -9,7 +9,8 @@ import logging
 from starlette.types import Receive, Scope, Send
 
 from mockserver import areas
-from mockserver.dispatch import Dispatcher
+from mockserver.dispatch import Dispatcher, error_response, stamp_headers, store_unavailable
+from mockserver.platform.envelope import new_request_id
 from mockserver.registry import bind
 from mockserver.runtime import Runtime
 from mockserver.sandboxes import SandboxManager, sandbox_id_of_key
@@ -71,14 +72,25 @@ class MockApp:
             return
         self.start_background()  # also when served without a lifespan (an ASGI test transport)
         if self.sandboxes.may_expire():
-            await self.sandboxes.expire()
+            try:
+                await self.sandboxes.expire()
+            except StoreError as error:  # housekeeping: swept again later; the request goes on
+                log.warning("sandbox expiry: %s", error)
         if self.control is not None and scope["path"].startswith(CONTROL_PREFIX):
             await self.control(scope, receive, send)
             return
         runtime = self.runtime
         token = sandbox_token(scope)
         if token is not None:  # a sandbox's key: its runtime, if the sandbox is live
-            runtime = await self.sandboxes.runtime_for_token(token) or runtime
+            try:
+                runtime = await self.sandboxes.runtime_for_token(token) or runtime
+            except StoreError as error:
+                log.error("store failed finding the sandbox of a key: %s", error)
+                request_id = new_request_id()
+                response = error_response(store_unavailable(request_id))
+                stamp_headers(response, request_id, None)
+                await response(scope, receive, send)
+                return
         await self.dispatcher(scope, receive, send, runtime)
 
     def start_background(self) -> None:

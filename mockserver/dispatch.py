@@ -101,10 +101,14 @@ def request_path(request: Request) -> str:
 
 
 def store_unavailable(request_id: str) -> ApiError:
-    """The answer when the mock's own store failed: nothing of the request was kept."""
+    """The answer when the mock's own store failed (its database down or restarting, its
+    file's disk full): the request was not applied, except a PostgreSQL commit whose answer
+    was lost with the connection; the same request retried with its Idempotency-Key once the
+    store is back is applied once either way."""
     return ApiError(
         "upstream_unavailable",
-        f"the mock's state store is unavailable; nothing was kept (request id {request_id})",
+        "the mock's state store is unreachable or cannot be written; retry the same request"
+        f" (with its Idempotency-Key it is applied once) (request id {request_id})",
         headers={"Retry-After": "1"},
     )
 

@@ -75,6 +75,7 @@ JOURNAL_ADD = (
     " unnest(%b::text[], %b::bytea[], %b::bytea[]) WITH ORDINALITY AS t(m, q, r, n) ORDER BY t.n"
 )
 JOURNAL_LOCK = 0x6A726E6C  # "jrnl", with the world's hash
+CONNECT_TIMEOUT = 5  # seconds to reach the server before a request answers 503
 SCHEMA_LOCK = 0x6D6F636B  # "mock": held while one process makes or migrates the schema
 
 
@@ -113,15 +114,32 @@ class PostgresDialect(Dialect):
             ) from exc
         self.psycopg = psycopg
         self.tuples_ok = psycopg.pq.ExecStatus.TUPLES_OK
+        self.url = url
         self.describe = redacted(url)
+        self._conn = self._connect()
+
+    def _connect(self) -> Any:
+        psycopg = self.psycopg
         try:
-            self.conn = psycopg.connect(url, autocommit=True)
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
             # Statements outside the world's writes (rate buckets) need not wait for the disk:
             # a bucket lost with the database server costs nothing. The writes of the world
             # commit synchronously (SET LOCAL in write()).
-            self.conn.execute("SET synchronous_commit TO off")
+            conn.execute("SET synchronous_commit TO off")
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.describe}: {exc}") from exc
+        return conn
+
+    @property
+    def conn(self) -> Any:
+        """The connection, made again when the last one broke (the server restarted, say):
+        a request while the server is down fails with :class:`StoreError` (503), and the
+        first one after it is back is served, with no restart of the mock."""
+        if self._conn.closed or self._conn.broken:
+            with contextlib.suppress(self.psycopg.Error):
+                self._conn.close()
+            self._conn = self._connect()
+        return self._conn
 
     def _fail(self, exc: Exception) -> StoreError:
         return StoreError(f"{self.describe}: {type(exc).__name__}: {exc}")
@@ -208,7 +226,7 @@ class PostgresDialect(Dialect):
             )
 
     def close(self) -> None:
-        self.conn.close()
+        self._conn.close()
 
 
 def open_postgres(url: str) -> SqlStore:

@@ -8,6 +8,7 @@ opening it is refused), so there is never anything to catch up with.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -77,7 +78,10 @@ class SqliteDialect(Dialect):
                 self.conn.executemany(_q(UPSERT), ((world, *row) for row in rows_of(change, rev)))
                 self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                # A full disk or an I/O error may have rolled the transaction back already:
+                # the error told is the first one, not the ROLLBACK's.
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"state file {self.path}: {exc}") from exc

@@ -9,6 +9,7 @@ throwaway cluster started here from the machine's PostgreSQL binaries (``initdb`
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import socket
@@ -44,43 +45,63 @@ def _as_postgres(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command]
 
 
-def _start() -> str | None:
-    global UNAVAILABLE
-    bin_dir = _binaries()
-    if bin_dir is None:
-        UNAVAILABLE = "no PostgreSQL server: set MOCKSERVER_TEST_PG_URL or install postgresql"
-        return None
-    base = Path(tempfile.mkdtemp(prefix="mockserver-pg-"))
-    data = base / "data"
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres")
-    port = _free_port()
-    try:
+class Cluster:
+    """A throwaway PostgreSQL cluster of this process's own (its data in a temporary folder,
+    on a free loopback port), which a test may stop, start and restart; removed at exit."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.base = Path(tempfile.mkdtemp(prefix="mockserver-pg-"))
+        self.data = self.base / "data"
+        if os.geteuid() == 0:
+            shutil.chown(self.base, "postgres")
+        self.port = _free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         subprocess.run(
-            _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres",
+            _as_postgres([str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
                           "--auth=trust", "-E", "UTF8", "--no-sync"]),
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
+        atexit.register(self.remove)
+        self.pg_ctl("start")
+
+    def pg_ctl(self, action: str, *options: str) -> None:
+        """``pg_ctl ACTION`` on this cluster, waiting until it is done (``-w``)."""
         subprocess.run(
-            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                          str(base / "log"), "-o",
-                          f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off",
-                          "start"]),
+            _as_postgres([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", "-l",
+                          str(self.base / "log"), "-o",
+                          f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1"
+                          " -c fsync=off", *options, action]),
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            self.pg_ctl("stop", "-m", "immediate")
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def own_cluster() -> Cluster:
+    """A cluster of the caller's own (never the shared server: a test may restart it);
+    raises :class:`RuntimeError` when the machine has no PostgreSQL binaries or it fails."""
+    bin_dir = _binaries()
+    if bin_dir is None:
+        raise RuntimeError("no PostgreSQL binaries (initdb, pg_ctl): install postgresql")
+    try:
+        return Cluster(bin_dir)
     except (OSError, subprocess.SubprocessError) as exc:
-        UNAVAILABLE = f"could not start a PostgreSQL server here: {exc}"
+        raise RuntimeError(f"could not start a PostgreSQL server here: {exc}") from exc
+
+
+def _start() -> str | None:
+    global UNAVAILABLE
+    try:
+        return own_cluster().url
+    except RuntimeError as exc:
+        UNAVAILABLE = str(exc)
+        if "no PostgreSQL binaries" in UNAVAILABLE:
+            UNAVAILABLE = "no PostgreSQL server: set MOCKSERVER_TEST_PG_URL or install postgresql"
         return None
-
-    def stop() -> None:
-        subprocess.run(
-            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
-            capture_output=True, timeout=60,
-        )  # fmt: skip
-        shutil.rmtree(base, ignore_errors=True)
-
-    atexit.register(stop)
-    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
 
 
 def server_url() -> str | None:
