@@ -9,7 +9,6 @@ a world. Every control-plane answer is checked against the control document.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,7 +18,7 @@ import pytest
 from conformance.mockprocess import MockProcess
 from tests.store.process import running
 from tests.support.control_check import CheckedControl
-from tests.support.postgres import UNAVAILABLE, fresh_schema_url, server_url
+from tests.support.postgres import fresh_schema_url, required_server_url
 
 OWNER = {"Authorization": "Bearer sk_test_acme_owner"}
 BOUND = 1000  # the journal's bound per world (the control document: newest 1,000)
@@ -27,11 +26,7 @@ BOUND = 1000  # the journal's bound per world (the control document: newest 1,00
 
 @pytest.fixture(scope="module")
 def database() -> str:
-    if server_url() is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs a PostgreSQL server for these tests: {UNAVAILABLE}")
-        pytest.skip(UNAVAILABLE)
-    return server_url()  # type: ignore[return-value]
+    return required_server_url()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ without one the tests skip with the reason, and under CI that skip is a failure.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +19,7 @@ import pytest
 from conformance.mockprocess import MockProcess
 from tests.store.process import mock_process, running
 from tests.support.client import ApiClient, ControlClient
-from tests.support.postgres import UNAVAILABLE, fresh_schema_url, server_url
+from tests.support.postgres import fresh_schema_url, required_server_url
 
 OWNER = {"Authorization": "Bearer sk_test_acme_owner"}
 RENDER = {"projectId": "prj_acme_01", "story": "A walk in the park."}
@@ -30,11 +29,7 @@ FOOTAGE = ["https://videos.example.com/cooking/perfect-rice"]
 
 @pytest.fixture(scope="module")
 def database() -> str:
-    if server_url() is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs a PostgreSQL server for these tests: {UNAVAILABLE}")
-        pytest.skip(UNAVAILABLE)
-    return server_url()  # type: ignore[return-value]
+    return required_server_url()
 
 
 @pytest.fixture

@@ -125,3 +125,18 @@ def fresh_schema_url() -> str:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     joiner = "&" if "?" in url else "?"
     return f"{url}{joiner}options=-csearch_path%3D{schema}"
+
+
+def required_server_url() -> str:
+    """The PostgreSQL server the tests share: skipped without one, except under CI (which
+    installs PostgreSQL), where a missing server fails the test."""
+    import os
+
+    import pytest
+
+    url = server_url()
+    if url is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs a PostgreSQL server for these tests: {UNAVAILABLE}")
+        pytest.skip(UNAVAILABLE)
+    return url
