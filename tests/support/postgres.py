@@ -46,36 +46,43 @@ def _as_postgres(command: list[str]) -> list[str]:
 
 
 class Cluster:
-    """A throwaway PostgreSQL cluster of this process's own (its data in a temporary folder,
-    on a free loopback port), which a test may stop, start and restart; removed at exit."""
+    """A PostgreSQL cluster a test may stop, start and restart with ``pg_ctl``: by default a
+    throwaway one of this process's own (its data in a temporary folder, on a free loopback
+    port), removed at exit; or (:func:`restartable_server`) the one CI started."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, base: Path | None = None, options: str = "") -> None:
         self.bin_dir = bin_dir
-        self.base = Path(tempfile.mkdtemp(prefix="mockserver-pg-"))
+        self.owned = base is None
+        self.base = Path(tempfile.mkdtemp(prefix="mockserver-pg-")) if base is None else base
         self.data = self.base / "data"
-        if os.geteuid() == 0:
-            shutil.chown(self.base, "postgres")
-        self.port = _free_port()
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        subprocess.run(
-            _as_postgres([str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
-                          "--auth=trust", "-E", "UTF8", "--no-sync"]),
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
-        atexit.register(self.remove)
-        self.pg_ctl("start")
+        if self.owned:
+            if os.geteuid() == 0:
+                shutil.chown(self.base, "postgres")
+            port = _free_port()
+            self.options = f"-p {port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off"
+            self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            subprocess.run(
+                _as_postgres([str(bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres",
+                              "--auth=trust", "-E", "UTF8", "--no-sync"]),
+                check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+            atexit.register(self.remove)
+            self.pg_ctl("start")
+        else:  # a server started elsewhere: its own options, a schema of this test's own
+            self.options = options
+            self.url = fresh_schema_url()
 
     def pg_ctl(self, action: str, *options: str) -> None:
         """``pg_ctl ACTION`` on this cluster, waiting until it is done (``-w``)."""
         subprocess.run(
             _as_postgres([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", "-l",
-                          str(self.base / "log"), "-o",
-                          f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1"
-                          " -c fsync=off", *options, action]),
+                          str(self.base / "log"), "-o", self.options, *options, action]),
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
 
     def remove(self) -> None:
+        if not self.owned:
+            return
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             self.pg_ctl("stop", "-m", "immediate")
         shutil.rmtree(self.base, ignore_errors=True)
@@ -91,6 +98,20 @@ def own_cluster() -> Cluster:
         return Cluster(bin_dir)
     except (OSError, subprocess.SubprocessError) as exc:
         raise RuntimeError(f"could not start a PostgreSQL server here: {exc}") from exc
+
+
+def restartable_server() -> Cluster:
+    """The server a restart test may stop and start: the one CI started for the whole run
+    when ``MOCKSERVER_TEST_PG_DIR`` names its folder (data in ``data/``, log in ``log``,
+    started with ``MOCKSERVER_TEST_PG_OPTIONS``; ``.ci/run`` sets them only for a step of
+    its own, when no other test shares the server), else :func:`own_cluster`."""
+    folder = os.environ.get("MOCKSERVER_TEST_PG_DIR")
+    if not folder:
+        return own_cluster()
+    bin_dir = _binaries()
+    if bin_dir is None:
+        raise RuntimeError("no PostgreSQL binaries (initdb, pg_ctl): install postgresql")
+    return Cluster(bin_dir, Path(folder), os.environ["MOCKSERVER_TEST_PG_OPTIONS"])
 
 
 def _start() -> str | None:
