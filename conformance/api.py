@@ -70,6 +70,7 @@ class RunConfig:
     api_key: str | None = None
     second_key: str | None = None
     restricted_key: str | None = None  # a lower role's key in the workspace of api_key
+    same_person_key: str | None = None  # another key of the person who holds api_key
     mock: bool = False
     mock_url: str | None = None  # the bundled mock, already running (default fixtures)
     mock_control_token: str | None = field(default=None, repr=False)  # its control token, if any
@@ -129,6 +130,10 @@ def validate(config: RunConfig) -> list[Check]:
             raise UsageError("--restricted-key must be another key than --api-key")
         if config.second_key and config.second_key == config.api_key:
             raise UsageError("--second-key must be a key of another workspace than --api-key")
+        if config.same_person_key and config.same_person_key == config.api_key:
+            raise UsageError(
+                "--same-person-key must be another key than --api-key (of the same person)"
+            )
         if config.receiver_url and not _acceptable_receiver(config.receiver_url):
             raise UsageError("--receiver-url must be an https URL a deployment can reach")
     if config.effective_profile not in PROFILES:
@@ -186,10 +191,12 @@ def _validate_gates(config: RunConfig, checks: list[Check]) -> None:
 
 def _validate_sandbox(config: RunConfig) -> None:
     if config.sandbox:
-        if config.mock_url and (config.api_key or config.second_key or config.restricted_key):
+        own = (config.api_key, config.second_key, config.restricted_key, config.same_person_key)
+        if config.mock_url and any(own):
             raise UsageError(
                 "--mock-url runs in a sandbox of its own, with the sandbox's keys: give "
-                "--no-sandbox to use your own --api-key, --second-key or --restricted-key"
+                "--no-sandbox to use your own --api-key, --second-key, --restricted-key or "
+                "--same-person-key"
             )
         return
     if not config.is_mock:
@@ -264,6 +271,8 @@ def rerun_options(config: RunConfig) -> list[str]:
             options += ["--second-key", '"$SECOND_API_KEY"']
         if config.restricted_key:
             options += ["--restricted-key", '"$RESTRICTED_API_KEY"']
+        if config.same_person_key:
+            options += ["--same-person-key", '"$SAME_PERSON_API_KEY"']
     flags = {"--allow-spend": config.allow_spend, "--allow-faults": config.allow_faults}
     options += [flag for flag, on in flags.items() if on]
     if config.long_video_url:
@@ -336,6 +345,7 @@ def _deployment(config: RunConfig, seed: int) -> Iterator[Where]:
             config.api_key,
             second_key=config.second_key,
             restricted_key=config.restricted_key,
+            same_person_key=config.same_person_key,
         )
         return
     if config.mock_url:
@@ -361,6 +371,7 @@ def _own_keys(config: RunConfig, where: Where) -> Where:
         api_key=config.api_key if config.mock_url and config.api_key else where.api_key,
         second_key=config.second_key or where.second_key,
         restricted_key=config.restricted_key or where.restricted_key,
+        same_person_key=config.same_person_key or where.same_person_key,
     )
 
 
@@ -405,6 +416,7 @@ def execute(
         where.api_key,
         second_key=where.second_key,
         restricted_key=where.restricted_key,
+        same_person_key=where.same_person_key,
         max_requests=config.max_requests,
         use_control=config.is_mock,
         control_token=where.control_token,

@@ -132,6 +132,13 @@ def add_run_options(run_parser: argparse.ArgumentParser) -> None:
         "(auth-forbidden-role); against the mock an editor's fixture key is used",
     )
     target.add_argument(
+        "--same-person-key",
+        metavar="KEY",
+        help="another key of the person who holds --api-key (rate-limit-shared-bucket: one "
+        "person's keys share one rate-limit bucket); against the mock two fixture keys of one "
+        "member are used",
+    )
+    target.add_argument(
         "--mock",
         action="store_true",
         help="start the bundled mock (manual clock, private callbacks) and test it",
@@ -281,6 +288,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         api_key=args.api_key,
         second_key=args.second_key,
         restricted_key=args.restricted_key,
+        same_person_key=args.same_person_key,
         mock=args.mock,
         mock_url=args.mock_url,
         mock_control_token=args.mock_control_token,

@@ -252,6 +252,7 @@ def _target(config: RunConfig, where: Where, max_requests: int | None) -> Target
         where.api_key,
         second_key=where.second_key,
         restricted_key=where.restricted_key,
+        same_person_key=where.same_person_key,
         max_requests=None if max_requests is None else max(0, max_requests - 1),
         timeout=config.timeout,
         wait_cap=config.wait_cap,
@@ -367,18 +368,27 @@ def _deployment(config: RunConfig, checks: list[Check], target: Target, found: P
     _plan(config, last, found, untested=not needs_window)
 
 
+#: What to give instead, for a key that is not of the workspace of --api-key.
+INSTEAD = {
+    "restricted": "a key of a lower role in the workspace of --api-key",
+    "same-person": "another key of the person who holds --api-key",
+}
+
+
 def _other_keys(target: Target, primary: _Key, found: Preflight) -> list[_Key]:
-    """``--restricted-key``, then ``--second-key``: each authenticates, and is of the workspace
-    it should be."""
+    """``--same-person-key``, ``--restricted-key``, then ``--second-key``: each authenticates,
+    and is of the workspace it should be."""
     keys = []
-    if target.restricted_key:
-        refused = "--restricted-key is refused: give a valid key of a lower role in the " + (
-            "workspace of --api-key"
-        )
-        restricted = _key(target, "restricted", refused)
-        workspace = _same_workspace(target, primary, restricted)
-        found.say(f"--restricted-key {_says(restricted)}; {workspace}")
-        keys.append(restricted)
+    for auth, given in (
+        ("same-person", target.same_person_key),
+        ("restricted", target.restricted_key),
+    ):
+        if not given:
+            continue
+        option = KEY_OPTIONS[auth]
+        key = _key(target, auth, f"{option} is refused: give a valid key: {INSTEAD[auth]}")
+        found.say(f"{option} {_says(key)}; {_same_workspace(target, primary, key)}")
+        keys.append(key)
     if target.second_key:
         refused = "--second-key is refused: give a valid key of another workspace"
         second = _key(target, "second", refused)
@@ -403,24 +413,27 @@ def _other_workspace(primary: _Key, second: _Key) -> str:
     return f"another workspace: it lists none of the {len(primary.records)} projects of --api-key"
 
 
-def _same_workspace(target: Target, primary: _Key, restricted: _Key) -> str:
-    if (record := _shared(primary, restricted)) is not None:
+def _same_workspace(target: Target, primary: _Key, other: _Key) -> str:
+    """Whether ``other`` (``--restricted-key``, ``--same-person-key``) is a key of the
+    workspace of ``--api-key``; a setup problem when it is not."""
+    option = KEY_OPTIONS[other.auth]
+    if (record := _shared(primary, other)) is not None:
         return f"the workspace of --api-key (both list project {record['id']})"
     # None listed alike: ask one key for a project only the other listed (the ids of another
     # workspace answer 404).
     if primary.records:
-        record, asking, holder = primary.records[0], "restricted", "--api-key"
-    elif restricted.records:
-        record, asking, holder = restricted.records[0], "primary", "--restricted-key"
+        record, asking, holder = primary.records[0], other.auth, "--api-key"
+    elif other.records:
+        record, asking, holder = other.records[0], "primary", option
     else:
         return "the workspace of --api-key: not verified (neither lists a project)"
     path = COMMENTS.replace("{projectId}", quote(record["id"], safe=""))
     exchange = _get(target, path, "listProjectComments", auth=asking)
     if exchange.status == 404:
         raise SetupProblem(
-            f"--restricted-key is a key of another workspace than --api-key (project "
-            f"{record['id']}, listed by {holder}, answers 404 to the other key): give a key of "
-            "a lower role in the workspace of --api-key"
+            f"{option} is a key of another workspace than --api-key (project "
+            f"{record['id']}, listed by {holder}, answers 404 to the other key): give "
+            f"{INSTEAD[other.auth]}"
         )
     if 200 <= exchange.status < 300:
         return f"the workspace of --api-key (both read project {record['id']})"
@@ -440,6 +453,12 @@ def _same_person(
         if key.reading.status == 429 or mine is None:
             continue
         if not shares_bucket(before, mine, last.remaining):
+            if key.auth == "same-person":  # judged by rate-limit-shared-bucket, not refused here
+                found.say(
+                    "--same-person-key does not seem to count in the rate-limit bucket of "
+                    f"--api-key (x-ratelimit-remaining {mine} after {before}): if it is another "
+                    "person's key, rate-limit-shared-bucket will report a broken rule"
+                )
             continue
         before = mine
         if key.auth == "restricted":

@@ -15,7 +15,7 @@
   ``Retry-After`` waits in a row for one key is a :class:`SetupProblem` (the rate window does
   not move), not one more wait;
 * records every exchange, so that a failure can show the request, the response and a curl
-  command (with the API keys masked as ``${API_KEY}`` and ``${SECOND_API_KEY}``);
+  command (with the API keys masked as ``${API_KEY}``, ``${SECOND_API_KEY}`` and the like);
 * tells its observers about every exchange (the envelope and response checks run there).
 """
 
@@ -115,9 +115,14 @@ class Wait:
         return cls(seconds, why, time.time() + seconds, check)
 
 
-AUTH_KINDS = ("primary", "second", "restricted", "none", "malformed", "unknown", "custom")
+AUTH_KINDS = (
+    "primary", "second", "restricted", "same-person", "none", "malformed", "unknown", "custom",
+)  # fmt: skip
 KEYED = ("primary", "second", "restricted")  # the identities a run holds a key of
-KEY_OPTIONS = {"primary": "--api-key", "second": "--second-key", "restricted": "--restricted-key"}
+KEY_OPTIONS = {
+    "primary": "--api-key", "second": "--second-key", "restricted": "--restricted-key",
+    "same-person": "--same-person-key",
+}  # fmt: skip
 
 #: Honoured ``Retry-After`` waits in a row for one key, with nothing but ``429`` between, after
 #: which another ``429`` means the deployment's rate window does not move (a mock on a manual
@@ -347,6 +352,7 @@ class Target:
         *,
         second_key: str | None = None,
         restricted_key: str | None = None,
+        same_person_key: str | None = None,
         max_requests: int | None = None,
         control_token: str | None = None,
         use_control: bool = False,
@@ -363,6 +369,9 @@ class Target:
         self.api_key = api_key
         self.second_key = second_key
         self.restricted_key = restricted_key  # a lower role in the workspace of api_key
+        # Another key of the person who holds api_key: it counts in the same rate-limit bucket
+        # (the run never spreads its work over it; only the rate-limit checks send with it).
+        self.same_person_key = same_person_key
         self.max_requests = max_requests
         self.wait_cap = wait_cap
         self.sleep = sleep
@@ -394,6 +403,8 @@ class Target:
             self._masks[second_key] = "${SECOND_API_KEY}"
         if restricted_key:
             self._masks[restricted_key] = "${RESTRICTED_API_KEY}"
+        if same_person_key:
+            self._masks[same_person_key] = "${SAME_PERSON_API_KEY}"
 
     def close(self) -> None:
         self.client.close()
@@ -498,6 +509,8 @@ class Target:
             return f"Bearer {self.second_key}"
         if auth == "restricted":
             return f"Bearer {self.restricted_key}"
+        if auth == "same-person":
+            return f"Bearer {self.same_person_key}"
         if auth == "malformed":
             return "Bearer"
         if auth == "unknown":
