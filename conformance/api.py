@@ -54,8 +54,11 @@ from conformance.target import BudgetExhausted, SetupProblem, Target, TargetUnre
 
 __all__ = ["RunConfig", "TargetUnreachable", "UsageError", "check_setup", "run"]
 
-#: The checks that drive the key into 429 on purpose: never beside other workers on one key.
-RATE_LIMIT_PROBES = ("rate-limit",)
+#: The checks that drive the key into 429 on purpose (``Check.window``; against a deployment,
+#: about one rate-limit window each): never beside other workers on one key.
+RATE_LIMIT_PROBES = ("rate-limit", "rate-limit-shared-bucket")
+#: The probe of two keys of one person: against a deployment, only with --same-person-key.
+SAME_PERSON_PROBES = ("rate-limit-shared-bucket",)
 
 
 class UsageError(ValueError):
@@ -154,6 +157,7 @@ def validate(config: RunConfig) -> list[Check]:
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
     _validate_gates(config, checks)
+    checks = _without_unnamed_probes(config, checks)
     if config.shard is not None:
         index, count = config.shard
         if not 1 <= index <= count:
@@ -185,8 +189,18 @@ def _validate_gates(config: RunConfig, checks: list[Check]) -> None:
     ]:
         raise UsageError(
             f"--require {', '.join(left_out)}: the selection leaves it out (a check that runs "
-            "only when named, such as rate-limit, needs --only too): the gate could never be met"
+            "only when named needs --only too): the gate could never be met"
         )
+
+
+def _without_unnamed_probes(config: RunConfig, checks: list[Check]) -> list[Check]:
+    """``--workers N`` against a deployment is for a read-only run on one key: the rate-limit
+    probes, which drive that key into 429, are left out unless ``--only`` names them (then
+    the workers are refused, see :func:`_validate_workers`)."""
+    if config.is_mock or config.workers < 2:
+        return checks
+    named = {n for n in config.only if n in RATE_LIMIT_PROBES}
+    return [c for c in checks if c.name not in RATE_LIMIT_PROBES or c.name in named]
 
 
 def _validate_sandbox(config: RunConfig) -> None:
@@ -445,7 +459,14 @@ def execute(
         if target.control is not None:
             target.control.reset()
         if deadline is not None:
-            plan = _plan(config, target, session.contract)
+            probes = tuple(
+                c.name
+                for c in checks
+                if c.run is not None
+                and c.name in RATE_LIMIT_PROBES
+                and (where.same_person_key or c.name not in SAME_PERSON_PROBES)
+            )
+            plan = _plan(config, target, session.contract, probes)
             target.max_requests = plan.requests
             target.notes.append(plan.describe())
             if on_event is not None:
@@ -459,10 +480,14 @@ def execute(
     return Outcome(results, target.count, list(target.notes))
 
 
-def _plan(config: RunConfig, target: Target, contract: Contract) -> Plan:
+def _plan(
+    config: RunConfig, target: Target, contract: Contract, probes: tuple[str, ...] = ()
+) -> Plan:
     """The run's request budget at the rate limit the deployment announces on an authenticated
-    read (the first of the run), in the time left (conformance/plan.py). Against the bundled
-    mock the run moves the mock's clock through a rate window: the rate bounds no time there."""
+    read (the first of the run), in the time left (conformance/plan.py), with the cost of the
+    rate-limit ``probes`` it runs. Against the bundled mock the run moves the mock's clock
+    through a rate window: the rate bounds no time there (and the probes work in sandboxes of
+    their own at a low limit)."""
     if target.control is not None:
         return plan_run(config.max_requests, config.time_budget, target.time_left())
     read = next(
@@ -480,7 +505,10 @@ def _plan(config: RunConfig, target: Target, contract: Contract) -> Plan:
         except BudgetExhausted:
             exchange = None
         rate = read_rate(exchange) if exchange is not None else None
-    return plan_run(config.max_requests, config.time_budget, target.time_left(), rate)
+    stated = int(contract.full.rate_limit.get("requestsPerMinute", 0)) or None
+    return plan_run(
+        config.max_requests, config.time_budget, target.time_left(), rate, probes, stated
+    )
 
 
 def write_reports(report: Report, config: RunConfig) -> None:

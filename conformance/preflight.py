@@ -54,6 +54,7 @@ import httpx
 
 from conformance.checks import Check, select
 from conformance.contract import bundled_document
+from conformance.plan import window_requests
 from conformance.receiver import Receiver
 from conformance.sandboxes import SandboxError, Where, control_headers, sandboxed
 from conformance.target import (
@@ -82,6 +83,8 @@ SUBSCRIPTIONS = "/v1/webhook-subscriptions"
 GAP_SECONDS = 2.5
 #: The rate limit is stated per minute ("100 requests per minute per authenticated caller").
 WINDOW_SECONDS = 60.0
+#: The stated limit (100 requests a minute), for a deployment that announces none.
+WINDOW_REQUESTS_STATED = 100
 #: Requests of a whole run (the checks a run selects by default, ``--profile contract``, seed
 #: 1), read-only and with ``--allow-spend``, measured against the bundled mock reached with
 #: ``--base-url`` with all three keys (2026-11-27). :func:`planned_requests` shares them out.
@@ -338,7 +341,7 @@ def _says(key: _Key) -> str:
 
 def _deployment(config: RunConfig, checks: list[Check], target: Target, found: Preflight) -> None:
     """The keys, the rate limit and the plan against a deployment (no control plane)."""
-    from conformance.api import RATE_LIMIT_PROBES  # they wait for the next window
+    from conformance.api import RATE_LIMIT_PROBES, SAME_PERSON_PROBES  # they wait a window
 
     started = time.monotonic()
     primary = _key(target, "primary", "--api-key is refused: give a valid key of the workspace")
@@ -347,7 +350,14 @@ def _deployment(config: RunConfig, checks: list[Check], target: Target, found: P
     first = primary.reading
     _rate_limit(first, found)
     planned = found.planned_requests or 0
-    probes = any(c.name in RATE_LIMIT_PROBES for c in checks)
+    # The probes the run can afford: each spends a window (the rest are skipped, budget used up).
+    window = window_requests(first.limit or WINDOW_REQUESTS_STATED)
+    affords = config.max_requests is None or config.max_requests >= window
+    probes = affords and any(
+        c.name in RATE_LIMIT_PROBES and (target.same_person_key or c.name not in SAME_PERSON_PROBES)
+        for c in checks
+        if c.run is not None
+    )
     needs_window = (
         probes or first.status == 429 or (first.remaining is not None and planned > first.remaining)
     )

@@ -195,6 +195,7 @@ def _key(exchange: Exchange) -> tuple[str, ...]:
     FAMILY,
     "request N+1 of a window (N = x-ratelimit-limit) answers 429 rate_limited, the standard "
     "error body, with Retry-After and the rate-limit headers; served again after the wait",
+    window=True,
 )
 def rate_limit(ctx: Context) -> None:
     with spent_window(ctx, keys=1) as window:
@@ -317,6 +318,7 @@ def _refusal_headers(ctx: Context, window: Window, over: Exchange) -> None:
     "two keys of one person share one bucket: sent in turn, x-ratelimit-remaining falls by one "
     "a request across the pair, and a 429 earned with one key pauses the other until its "
     "Retry-After has passed",
+    window=True,
 )
 def shared_bucket(ctx: Context) -> None:
     with spent_window(ctx, keys=2) as window:
