@@ -4,23 +4,25 @@
 (``conformance preflight``). Its requests count in the run's request total. What it finds:
 
 * **Reachability and TLS**: ``GET /v1/openapi.json`` (1 request; public, never rate limited).
-* **Each key**: ``GET /v1/projects`` with ``--api-key``, ``--restricted-key`` and
-  ``--second-key`` (1 request each). The API shows nothing of the caller (no operation states
+* **Each key**: ``GET /v1/projects`` with ``--api-key``, ``--same-person-key``,
+  ``--restricted-key`` and ``--second-key`` (1 request each). The API shows nothing of the caller (no operation states
   its workspace, member or role), so the evidence is what the interface document does state:
   a key is pinned to one workspace and lists that workspace's records, and the ids of another
   workspace answer ``404``; all keys of one person share one rate-limit bucket. So
   ``--second-key`` listing a record of the ``--api-key`` workspace is a key of that workspace;
   ``--restricted-key`` listing none of them is asked for the comments of one of them
   (1 request more): ``404`` is another workspace; ``--restricted-key`` counting in the bucket
-  of ``--api-key`` acts as the same person, not a lower role. Each is a setup problem. A role
+  of ``--api-key`` acts as the same person, not a lower role. Each is a setup problem.
+  ``--same-person-key`` is checked like ``--restricted-key`` for its workspace; whether it
+  counts in the bucket of ``--api-key`` is said, never refused: a deployment that gives each
+  key a bucket of its own breaks the rule ``rate-limit-shared-bucket`` judges. A role
   itself is never shown, and a write that would show it is never made here:
   ``auth-forbidden-role`` judges the governance lock with the key.
 * **The rate limit**: ``x-ratelimit-limit``, ``-remaining`` and ``-reset`` of those answers,
   and how long the planned run needs at that rate (:func:`planned_requests`,
   :func:`seconds_at_rate`). When the plan needs more requests than the window has left (or
-  selects the rate-limit probe, or the key is already answered ``429``), whether the window
-  moves with real time:
-  ``x-ratelimit-reset`` read again :data:`GAP_SECONDS` after the first answer (1 request; a
+  has a rate-limit probe it can afford, or the key is already answered ``429``), whether the
+  window moves with real time: ``x-ratelimit-reset`` read again :data:`GAP_SECONDS` after the first answer (1 request; a
   mock on ``--clock manual`` reached with ``--base-url`` keeps it still), and whether a ``429``
   outlasts the ``Retry-After`` it gave (1 request more, after that wait).
 * **``--receiver-url``**: a probe POSTed to it from here reaches the suite's receiver
@@ -33,7 +35,7 @@
   deleted again (2 requests).
 
 Against a deployment that is 2 requests with ``--api-key`` alone and a plan that fits the
-window, 5 with all three keys, 7 at most; against ``--mock-url`` 2, and 6 with
+window, 5 with three keys, 6 with all four, 9 at most; against ``--mock-url`` 2, and 6 with
 ``--no-sandbox`` (all three keys); against ``--mock``, started by the run itself, none. A setup
 problem is one line saying what to change (:class:`~conformance.target.SetupProblem`); the run
 then judges nothing, exits 2 and still writes its reports. The preflight never hangs: its
