@@ -5,8 +5,9 @@
 
 * **Reachability and TLS**: ``GET /v1/openapi.json`` (1 request; public, never rate limited).
 * **Each key**: ``GET /v1/projects`` with ``--api-key``, ``--same-person-key``,
-  ``--restricted-key`` and ``--second-key`` (1 request each). The API shows nothing of the caller (no operation states
-  its workspace, member or role), so the evidence is what the interface document does state:
+  ``--restricted-key`` and ``--second-key`` (1 request each). The API shows nothing of the
+  caller (no operation states its workspace, member or role), so the evidence is what the
+  interface document does state:
   a key is pinned to one workspace and lists that workspace's records, and the ids of another
   workspace answer ``404``; all keys of one person share one rate-limit bucket. So
   ``--second-key`` listing a record of the ``--api-key`` workspace is a key of that workspace;
@@ -22,9 +23,10 @@
   and how long the planned run needs at that rate (:func:`planned_requests`,
   :func:`seconds_at_rate`). When the plan needs more requests than the window has left (or
   has a rate-limit probe it can afford, or the key is already answered ``429``), whether the
-  window moves with real time: ``x-ratelimit-reset`` read again :data:`GAP_SECONDS` after the first answer (1 request; a
-  mock on ``--clock manual`` reached with ``--base-url`` keeps it still), and whether a ``429``
-  outlasts the ``Retry-After`` it gave (1 request more, after that wait).
+  window moves with real time: ``x-ratelimit-reset`` read again :data:`GAP_SECONDS` after the
+  first answer (1 request; a mock on ``--clock manual`` reached with ``--base-url`` keeps it
+  still), and whether a ``429`` outlasts the ``Retry-After`` it gave (1 request more, after
+  that wait).
 * **``--receiver-url``**: a probe POSTed to it from here reaches the suite's receiver
   (conformance/receiver.py), listening on ``--receiver-listen`` (where a check of the run
   judges deliveries: ``Check.receives``).

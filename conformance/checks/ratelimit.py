@@ -50,11 +50,11 @@ Q_BODY = "The 429 body is the standard error body with code `rate_limited`."
 
 @dataclass
 class Window:
-    """Where a probe spends a rate-limit window: the keys it sends with (one person's) and how
-    time passes there. ``limit`` is the limit the window holds (None: read from the answers)."""
+    """Where a probe spends a rate-limit window: the keys it sends with (one person's), the
+    limit the window holds, and how time passes there."""
 
     ctx: Context
-    limit: int | None
+    limit: int
     keys: list[str]  # bearer keys (a sandbox's), or the run's auth kinds (a deployment's)
     sandbox: str | None = None
     sent: list[Exchange] = field(default_factory=list)
@@ -202,7 +202,7 @@ def rate_limit(ctx: Context) -> None:
         first = window.send()
         _limit_announced(ctx, window, first)
         left = _remaining(first)
-        if left is None or (window.limit is not None and left >= window.limit):
+        if left is None or left >= window.limit:
             shown = first.header("x-ratelimit-remaining")
             raise Skip(f"x-ratelimit-remaining is {shown!r}: the window cannot be followed")
         if not _spend(ctx, window, left):
