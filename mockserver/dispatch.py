@@ -16,7 +16,6 @@ answers 500 ``internal_error``, never a traceback.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Awaitable
@@ -213,7 +212,7 @@ class Dispatcher:
                     print_ = fingerprint(
                         op.operation_id, valid.path, None if body is MISSING else body
                     )
-                    async with rt.idempotency.slot(caller.workspace_id, key):
+                    async with rt.seams.hold_key(rt.idempotency, caller.workspace_id, key):
                         response, replayed = await transact(rt, binding, call, key, print_)
                 else:
                     response, _ = await transact(rt, binding, call, None, "")
@@ -319,10 +318,7 @@ class Dispatcher:
         return response, False
 
     async def execute(self, binding: Binding, call: Call) -> Reply:
-        result = binding.func(call)
-        if inspect.isawaitable(result):
-            result = await result
-        return as_reply(result)
+        return as_reply(await call.runtime.seams.run_operation(binding, call))
 
 
 def as_reply(result: Reply | dict[str, Any] | Awaitable[Any]) -> Reply:
