@@ -28,6 +28,7 @@ import shlex
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -386,7 +387,8 @@ class Target:
         self.current_check: str | None = None
         self.answered = False  # whether the deployment ever answered
         self.on_wait: Callable[[Wait], None] | None = None  # told before every wait
-        self._reset_at: dict[str, tuple[float, int]] = {}  # identity -> (seen at, reset seconds)
+        # identity -> (seen at, x-ratelimit-remaining, x-ratelimit-reset) of its last response
+        self._windows: dict[str, tuple[float, int, int]] = {}
         self._honoured: dict[str, list[int]] = {}  # identity -> waits since a non-429
         self._masks = {api_key: "${API_KEY}"}
         if second_key:
@@ -480,22 +482,27 @@ class Target:
 
     def forget_windows(self) -> None:
         """The deployment's rate-limit windows were reset (the mock's state was reset)."""
-        self._reset_at.clear()
+        self._windows.clear()
 
-    def _pace(self, identity: str) -> None:
-        window = self._reset_at.pop(identity, None)
-        if window is None:
+    def _pace(self, identity: str, need: int = 1) -> None:
+        """Before ``need`` requests at once: wait for the window to reset when its last response
+        left fewer than that."""
+        window = self._windows.get(identity)
+        if window is None or window[1] >= need:
             return
-        seen_at, reset = window
+        del self._windows[identity]
+        seen_at, remaining, reset = window
         # The mock's clock moves only when told to; real time counts against a real window.
         left = reset if self.control is not None else reset - (self.clock() - seen_at)
-        self.wait(left, "the rate-limit window to reset (x-ratelimit-remaining: 0)")
+        more = f", {need} needed at once" if need > 1 else ""
+        why = f"the rate-limit window to reset (x-ratelimit-remaining: {remaining}{more})"
+        self.wait(left, why)
 
     def _remember_window(self, identity: str, exchange: Exchange) -> None:
         remaining = exchange.header("x-ratelimit-remaining")
         reset = exchange.header("x-ratelimit-reset")
-        if remaining == "0" and reset and reset.isdigit():
-            self._reset_at[identity] = (self.clock(), int(reset))
+        if remaining and remaining.isdigit() and reset and reset.isdigit():
+            self._windows[identity] = (self.clock(), int(remaining), int(reset))
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -586,7 +593,7 @@ class Target:
                 break
             seconds = exchange.header("retry-after") or ""
             delay = int(seconds) if seconds.isdigit() else 1
-            self._reset_at.pop(auth, None)
+            self._windows.pop(auth, None)
             if exchange.status == 429 and auth in KEYED and self.control is None:
                 self._honoured.setdefault(auth, []).append(delay)
             self.wait(delay, f"Retry-After on {exchange.status} {exchange.code or ''}".strip())
@@ -711,6 +718,9 @@ class Target:
         came. Each is counted against the budget and told to the observers like any other.
         """
         self.require(len(requests))
+        needs = Counter(item.auth for item in requests if item.auth in KEYED)
+        for identity, need in needs.items():
+            self._pace(identity, need)
         admitted = [self._admit() for _ in requests]
         first = self.count - len(requests) + 1
         clients = [self.new_client() for _ in requests]
@@ -732,11 +742,15 @@ class Target:
         finally:
             for client in clients:
                 client.close()
-        return [
+        exchanges = [
             self._record(first + i, item.method, item.url, response, elapsed, item.body,
                          item.operation_id, item.auth, item.provoked)
             for i, (item, (response, elapsed)) in enumerate(zip(requests, answered, strict=True))
         ]  # fmt: skip
+        for exchange in sorted(exchanges, key=_remaining, reverse=True):  # the fewest left last
+            if exchange.auth in KEYED:
+                self._remember_window(exchange.auth, exchange)
+        return exchanges
 
 
 @dataclass(frozen=True)
@@ -750,6 +764,11 @@ class Together:
     operation_id: str | None = None
     auth: str = "primary"
     provoked: bool = False
+
+
+def _remaining(exchange: Exchange) -> int:
+    value = exchange.header("x-ratelimit-remaining") or ""
+    return int(value) if value.isdigit() else 0
 
 
 def _wire(value: Any) -> str:
