@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from conformance.checks import all_checks
+from conformance.contract import Contract
 from conformance.proxy.findings import Finding
 from conformance.proxy.relay import Relay
 from conformance.proxy.relay_rules import CALLBACK_RULE, SUBSCRIPTION_RULE
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SECRET = "relay-test-secret-" + "s" * 24
 OTHER_SECRET = "another-secret-" + "o" * 24
 TIMESTAMP = "2026-11-27T10:00:00Z"
+SENDER = httpx.Client(timeout=30)  # crafted deliveries (one client: each costs ~0.1 s to make)
 
 
 class Integrator:
@@ -87,8 +89,7 @@ def check_names() -> set[str]:
 
 
 def subscribe(http: httpx.Client, url: str, secret: str = SECRET) -> str:
-    events = ["job.progressed", "job.awaiting_approval", "job.completed", "artifact.ready",
-              "job.failed", "job.cancelled", "publish.completed", "publish.failed"]  # fmt: skip
+    events = Contract().full.resolve({"$ref": "#/components/schemas/SubscriptionEventName"})["enum"]
     response = http.post(
         "/v1/webhook-subscriptions",
         json={"url": url, "events": events, "secret": secret},
@@ -203,6 +204,44 @@ def test_a_broken_deployments_deliveries_give_the_finding_of_the_rule_they_break
     assert SUBSCRIPTION_RULE in check_names()
 
 
+def render_with_callback(http: httpx.Client, url: str, status: str) -> str:
+    """A render whose callback goes to ``url``, decided to end ``status``, run to its end."""
+    response = http.post(
+        "/v1/video/render",
+        json={
+            "projectId": "prj_acme_01",
+            "story": "A lighthouse keeper.",
+            "callbackUrl": url,
+            "callbackSecret": SECRET,
+        },
+        headers={"Authorization": f"Bearer {OWNER}", "Idempotency-Key": f"render-{status}"},
+    )
+    assert response.status_code == 200, response.text
+    job_id = str(response.json()["job"]["id"])
+    control(http, "POST", f"/jobs/{job_id}/outcome", {"status": status, "immediately": True})
+    control(http, "POST", "/clock/advance", {"seconds": 3600})
+    flush(http)
+    return job_id
+
+
+def test_a_faithful_deployments_per_job_callbacks_are_judged_by_the_callback_check(
+    integrator: tuple[Integrator, str],
+) -> None:
+    """(The kit's qa-failed-artifacts defect changes the job read, not its callback, whose
+    artifacts only a done job carries: a callback breaking it is crafted below.)"""
+    app, forward_to = integrator
+    with (
+        live_mock() as server,
+        httpx.Client(base_url=server.base_url, timeout=30) as mock,
+        Relay(forward_to, [SECRET], profile="full") as relay,
+    ):
+        jobs = [render_with_callback(mock, relay.url + "/cb", s) for s in ("done", "qa_failed")]
+        assert relay.summary()["judged"] == {CALLBACK_RULE: 2}
+        assert [r["headers"]["x-service-job-id"] for r in app.received] == jobs
+        assert [r["path"] for r in app.received] == ["/integrator/cb"] * 2
+        assert relay.findings == [], [f.line() for f in relay.findings]
+
+
 # -- crafted deliveries, one rule at a time ----------------------------------------------------
 
 
@@ -267,7 +306,7 @@ def deliver(
     else:
         sent["x-service-subscription-id"] = "sub_1"
     sent.update(headers or {})
-    return httpx.post(relay.url + path, content=raw, headers=sent, timeout=30)
+    return SENDER.post(relay.url + path, content=raw, headers=sent)
 
 
 def parts(relay: Relay) -> list[str]:
@@ -359,7 +398,7 @@ def test_an_envelope_breaking_the_contract_is_a_finding(
 
 def test_missing_delivery_headers_are_a_finding(relay: Relay) -> None:
     raw = json.dumps(event_body()).encode()
-    httpx.post(
+    SENDER.post(
         relay.url,
         content=raw,
         headers={
