@@ -52,7 +52,7 @@ from mockserver.testing import prompt_server
 
 FORWARD_TIMEOUT = 30.0  # seconds the integrator has to answer (the deployment's own may be less)
 KEPT_BYTES = 4096  # of each body, in a finding's exchange
-MAX_FINDINGS = 10_000  # findings kept for the reports; more are counted, not kept
+MAX_FINDINGS = 1_000  # findings kept, with their exchanges, for the reports; more are counted
 MAX_NOTES = 1_000
 SECRET_ENV = "CONFORMANCE_WEBHOOK_SECRET"  # one more secret, kept off the command line
 # Not forwarded either way: connection-level headers, and what httpx sets anew.
@@ -186,8 +186,12 @@ class Relay:
             )
             await _answer(send, status, answer_headers, answer)
             return
-        with self._lock:
-            verdict = self.judge.judge(headers, body)
+        try:
+            with self._lock:
+                verdict = self.judge.judge(headers, body)
+        except Exception as exc:  # a judge that fails is said, never fatal to forwarding
+            self._note(f"could not judge a delivery to {scope['path']}: {exc!r}")
+            verdict = Verdict(RULES[0], None, headers.get("x-service-event"), None)
         status, answer_headers, answer = await self._forward(
             scope["method"], target, raw, body, verdict
         )

@@ -26,6 +26,7 @@ from conformance.checks import all_checks
 from conformance.contract import Contract
 from conformance.proxy.findings import Finding
 from conformance.proxy.relay import Relay
+from conformance.proxy.relay import main as relay_main
 from conformance.proxy.relay_rules import CALLBACK_RULE, SUBSCRIPTION_RULE
 from conformance.signatures import expected_signature
 from tests.conformance.support import OWNER, free_port, live_mock
@@ -171,6 +172,33 @@ def test_the_integrators_answer_goes_back_and_a_retry_keeping_its_event_id_is_no
     assert relay.findings == [], [f.line() for f in relay.findings]
     assert relay.summary()["redeliveries"] == 1
     assert relay.summary()["answers"] == {"500": 1, "200": len(ids) - 1}
+
+
+def test_a_replay_keeps_its_event_id_and_a_redelivery_after_a_rejection_is_only_a_note(
+    integrator: tuple[Integrator, str],
+) -> None:
+    """The mock's replay (the same eventId) is no finding. A retry of a delivery the integrator
+    rejected with 400 (the kit's retry-after-400 defect) breaks "other 4xx are a permanent
+    rejection", but a replay during recovery looks alike from the receiving end: a note."""
+    app, forward_to = integrator
+    app.statuses = [400, 200]
+    with (
+        live_mock(defects=["retry-after-400"]) as server,
+        httpx.Client(base_url=server.base_url, timeout=30) as mock,
+        Relay(forward_to, [SECRET]) as relay,
+    ):
+        subscribe(mock, relay.url)
+        control(mock, "POST", "/events/trigger", {"event": "job.completed"})
+        flush(mock)
+        first = control(mock, "GET", "/deliveries")["deliveries"][0]
+        retry_due(mock)
+        control(mock, "POST", f"/deliveries/{first['id']}/replay")
+        flush(mock)
+        ids = [r["headers"]["x-service-event-id"] for r in app.received]
+        assert ids.count(first["eventId"]) == 3, "answered 400, retried, then replayed"
+        assert relay.findings == [], [f.line() for f in relay.findings]
+        assert relay.summary()["redeliveries"] == 2
+        assert any("although the integrator rejected it with 400" in n for n in relay.notes)
 
 
 @pytest.mark.parametrize(
@@ -444,6 +472,13 @@ def test_delivery_order_is_a_note_a_terminal_status_left_a_finding_under_full(
                 assert "'running' at sequence 4 after 'done' at 3" in finding.message
             else:
                 assert relay.findings == [], "data.sequence's order is inferred"
+
+
+def test_a_relay_to_that_is_no_url_is_refused_by_the_standalone_relay(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert relay_main(["--relay-to", "localhost:3000"]) == 2
+    assert "--relay-to must be an http(s) URL" in capsys.readouterr().err
 
 
 def test_an_integrator_that_cannot_be_reached_answers_502_and_is_no_finding() -> None:
