@@ -356,7 +356,7 @@ def summary_line(summary: dict[str, Any]) -> str:
     rules = ", ".join(f"{rule} {n}" for rule, n in sorted(summary["findingsByRule"].items()))
     answers = ", ".join(f"{status}: {n}" for status, n in sorted(summary["answers"].items()))
     return (
-        f"relay: {summary['deliveries']} deliveries ({summary['redeliveries']} redeliveries, "
+        f"relay: {summary['deliveries']} deliveries ({summary['redeliveries']} redelivered, "
         f"{summary['unverified']} unverified), {summary['forwarded']} forwarded, "
         f"{summary['unreachable']} unreachable; integrator answers: {answers or 'none'}; "
         f"{summary['findings']} finding(s){f' ({rules})' if rules else ''}; "
@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     judged = f"{len(secrets)} secret(s)" if secrets else "no secret: signatures not judged"
     print(
         f"relay: listening on {relay.url}, forwarding to {args.relay_to} "
-        f"({judged}, profile {args.profile}, rules {', '.join(RULES)})",
+        f"({judged}, profile {args.profile})",
         file=sys.stderr,
         flush=True,
     )

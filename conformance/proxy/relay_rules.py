@@ -375,8 +375,8 @@ class DeliveryJudge:
                     Broken(
                         verdict.rule,
                         "retry-same-event-id",
-                        f"{_shown(identity)} was first delivered as eventId {first_id} and "
-                        f"delivered again as {verdict.event_id}",
+                        f"{where}: {_shown(identity)} was first delivered as eventId "
+                        f"{first_id}, and delivered again as {verdict.event_id}",
                         quote,
                     )
                 )
