@@ -44,7 +44,7 @@ from starlette.requests import Request
 from conformance.contract import Contract
 from conformance.profiles import PROFILES
 from conformance.proxy.findings import Finding
-from conformance.proxy.relay_rules import MEMORY, RULES, DeliveryJudge, Verdict
+from conformance.proxy.relay_rules import MEMORY, RETRIED, RULES, DeliveryJudge, Verdict
 from conformance.receiver import parse_listen
 from conformance.target import Exchange
 from mockserver.platform.tls import tls_context
@@ -98,6 +98,7 @@ class Relay:
         self.counts: Counter[str] = Counter()  # see :meth:`summary`
         self.answers: Counter[str] = Counter()  # the integrator's statuses ("502 unreachable")
         self.judged: Counter[str] = Counter()  # deliveries judged, by the check that judged them
+        self.by_rule: Counter[str] = Counter()  # findings (kept or not), by rule
         self._lock = threading.Lock()
         self._masks = {s: f"${{WEBHOOK_SECRET_{i}}}" for i, s in enumerate(self.secrets, 1)}
         self.host, port = parse_listen(listen)
@@ -162,7 +163,7 @@ class Relay:
                 "notes": self.counts["notes"],
                 "findings": self.counts["findings"],
                 "findingsKept": len(self.findings),
-                "findingsByRule": dict(Counter(f.rule for f in self.findings)),
+                "findingsByRule": dict(self.by_rule),
                 "answers": dict(self.answers),
                 "judged": dict(self.judged),
                 "secrets": len(self.secrets),
@@ -192,6 +193,7 @@ class Relay:
         except Exception as exc:  # a judge that fails is said, never fatal to forwarding
             self._note(f"could not judge a delivery to {scope['path']}: {exc!r}")
             verdict = Verdict(RULES[0], None, headers.get("x-service-event"), None)
+        started = time.monotonic()
         status, answer_headers, answer = await self._forward(
             scope["method"], target, raw, body, verdict
         )
@@ -204,7 +206,7 @@ class Relay:
             status=status,
             response_headers={k.lower(): v for k, v in answer_headers},
             response_body=answer[:KEPT_BYTES],
-            elapsed=0.0,
+            elapsed=time.monotonic() - started,  # the integrator's time to answer
             operation_id=verdict.operation_id,
             masks=self._masks,
         )
@@ -244,8 +246,8 @@ class Relay:
                 f"the integrator answered {status} to {verdict.event or 'a delivery'} "
                 f"{verdict.event_id or ''}".rstrip()
                 + (
-                    " (a permanent rejection: it is not retried)"
-                    if status not in (408, 429)
+                    " (a permanent rejection: the deployment must not retry it)"
+                    if status not in RETRIED
                     else ""
                 )
             )
@@ -272,6 +274,7 @@ class Relay:
             self.counts["redeliveries"] += verdict.redelivery
             self.counts["unverified"] += verdict.verified is None
             self.counts["findings"] += len(found)
+            self.by_rule.update(f.rule for f in found)
             self.judged[verdict.rule] += 1
             room = MAX_FINDINGS - len(self.findings)
             self.findings.extend(found[: max(room, 0)])

@@ -451,6 +451,7 @@ def test_a_redelivery_must_keep_its_event_id_and_an_event_id_names_one_event(
     deliver(relay, event_body(data={"sequence": 2}))  # evt_1 again, but another event
     assert any("eventId evt_1 was first delivered as" in m for m in parts(relay)), parts(relay)
     assert len(relay.findings) == 2
+    assert relay.summary()["findingsByRule"] == {SUBSCRIPTION_RULE: 2}
     # another subscription (its own ids) receiving the same event is no redelivery
     deliver(relay, event_body(eventId="evt_9"), headers={"x-service-subscription-id": "sub_2"})
     assert len(relay.findings) == 2
