@@ -140,8 +140,9 @@ class DeliveryJudge:
         """``headers``: lower-case names. Judges one delivery and remembers it."""
         try:
             parsed = json.loads(body)
+            is_json = True
         except ValueError:
-            parsed = None
+            parsed, is_json = None, False
         payload = parsed if isinstance(parsed, dict) else {}
         rule = self._kind(headers, payload)
         event = payload.get("event") if isinstance(payload.get("event"), str) else None
@@ -156,7 +157,7 @@ class DeliveryJudge:
         )
         where = f"delivery of {event or 'an unnamed event'} {verdict.event_id or '(no eventId)'}"
         self._signature(verdict, where, headers, body)
-        if parsed is None:
+        if not is_json:
             verdict.broken.append(Broken(rule, "body", f"{where}: the body is not JSON"))
             return verdict
         if definition is None:
@@ -189,10 +190,12 @@ class DeliveryJudge:
             return SUBSCRIPTION_RULE
         if "x-service-job-id" in headers:
             return CALLBACK_RULE
-        if payload.get("schemaVersion") in self._versions:
-            return self._versions[payload["schemaVersion"]]
+        version = payload.get("schemaVersion")
+        if isinstance(version, str) and version in self._versions:
+            return self._versions[version]
         hooks = self.view.document.get("webhooks", {})
-        return SUBSCRIPTION_RULE if payload.get("event") in hooks else CALLBACK_RULE
+        event = payload.get("event")
+        return SUBSCRIPTION_RULE if isinstance(event, str) and event in hooks else CALLBACK_RULE
 
     def _definition(self, rule: str, event: str | None) -> dict[str, Any] | None:
         if rule == SUBSCRIPTION_RULE:

@@ -410,6 +410,8 @@ def test_fractional_seconds_are_held_only_under_the_full_profile(
         (event_body(), {"x-service-event-id": "evt_other"}, "X-Service-Event-Id is 'evt_other'"),
         (event_body(), {"x-service-event": "job.failed"}, "X-Service-Event is 'job.failed'"),
         (b"not json", {}, "not JSON"),
+        (b"null", {}, "body: null is not of type"),
+        (b'{"schemaVersion": [1], "event": {"a": 1}}', {}, 'but the body\'s is {"a": 1}'),
         (callback_body(status="qa_failed"), {}, "artifacts"),
         (callback_body(status="running", artifacts=None), {}, "status"),
         (callback_body(), {"x-service-job-id": "job_other"}, "X-Service-Job-Id"),
