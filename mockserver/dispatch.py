@@ -237,7 +237,7 @@ class Dispatcher:
                 operation_id=op.operation_id if op else None,
                 status=response.status_code,
                 code=code,
-                caller=caller,
+                caller=caller or self.journalled_caller(rt, request),
                 time=rt.clock.now(),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 replayed=replayed,
@@ -249,6 +249,17 @@ class Dispatcher:
         )
         await rt.journal.written()
         return response
+
+    def journalled_caller(self, rt: Runtime, request: Request) -> Caller | None:
+        """Who a valid key names, for the journal only, when the answer came before the key
+        was checked (an unknown path, a public operation, a fault or an unreachable credential
+        store): nothing is counted, and an invalid key or none stays None."""
+        if "authorization" not in request.headers:
+            return None
+        try:
+            return authenticate(rt.world, request.headers["authorization"], None)
+        except ApiError:
+            return None
 
     def counted_identity(self, rt: Runtime, op: Operation | None, request: Request) -> str | None:
         """The rate-limit identity this request will be counted under, told from the world
