@@ -32,13 +32,14 @@ import httpx
 import pytest
 import yaml
 
+from tests.support import stores
 from tests.support.serve import free_port
-from tests.support.stores import test_store
 
 # The recipes start a mock of their own, on the in-memory store as the image does: the runs on
 # the SQL stores would repeat the memory run's (about a minute) to no purpose.
 pytestmark = pytest.mark.skipif(
-    test_store() != "memory", reason="the recipes' mock keeps its state in memory, as the image's"
+    stores.test_store() != "memory",
+    reason="the recipes' mock keeps its state in memory, as the image's",
 )
 
 ROOT = Path(__file__).resolve().parents[1]
