@@ -16,16 +16,21 @@
   not move), not one more wait;
 * records every exchange, so that a failure can show the request, the response and a curl
   command (with the API keys masked as ``${API_KEY}``, ``${SECOND_API_KEY}`` and the like);
-* tells its observers about every exchange (the envelope and response checks run there).
+* tells its observers about every exchange (the envelope and response checks run there);
+* sends requests *together* for the checks that judge overlap (:meth:`Target.send_together`):
+  each on a connection of its own, all released at once.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -379,12 +384,7 @@ class Target:
         self.deadline = deadline  # clock() by which the run ends (--time-budget), if any
         self.timeout = timeout
         self.allowance_end: int | None = None  # the count at which the running check stops
-        self.client = client or SuiteClient(
-            timeout=timeout,
-            follow_redirects=False,
-            transport=transport_for(self.base_url),
-            verify=tls_context(),
-        )
+        self.client = client or self.new_client()
         self.sandbox = sandbox  # the bundled mock's sandbox the keys belong to, if any
         self.control = (
             MockControl(self.client, self.base_url, control_token, sandbox) if use_control else None
@@ -396,7 +396,8 @@ class Target:
         self.current_check: str | None = None
         self.answered = False  # whether the deployment ever answered
         self.on_wait: Callable[[Wait], None] | None = None  # told before every wait
-        self._reset_at: dict[str, tuple[float, int]] = {}  # identity -> (seen at, reset seconds)
+        # identity -> (seen at, x-ratelimit-remaining, x-ratelimit-reset) of its last response
+        self._windows: dict[str, tuple[float, int, int]] = {}
         self._honoured: dict[str, list[int]] = {}  # identity -> waits since a non-429
         self._masks = {api_key: "${API_KEY}"}
         if second_key:
@@ -405,6 +406,15 @@ class Target:
             self._masks[restricted_key] = "${RESTRICTED_API_KEY}"
         if same_person_key:
             self._masks[same_person_key] = "${SAME_PERSON_API_KEY}"
+
+    def new_client(self) -> httpx.Client:
+        """A client to the deployment with connections of its own."""
+        return SuiteClient(
+            timeout=self.timeout,
+            follow_redirects=False,
+            transport=transport_for(self.base_url),
+            verify=tls_context(),
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -483,22 +493,27 @@ class Target:
 
     def forget_windows(self) -> None:
         """The deployment's rate-limit windows were reset (the mock's state was reset)."""
-        self._reset_at.clear()
+        self._windows.clear()
 
-    def _pace(self, identity: str) -> None:
-        window = self._reset_at.pop(identity, None)
-        if window is None:
+    def _pace(self, identity: str, need: int = 1) -> None:
+        """Before ``need`` requests at once: wait for the window to reset when its last response
+        left fewer than that."""
+        window = self._windows.get(identity)
+        if window is None or window[1] >= need:
             return
-        seen_at, reset = window
+        del self._windows[identity]
+        seen_at, remaining, reset = window
         # The mock's clock moves only when told to; real time counts against a real window.
         left = reset if self.control is not None else reset - (self.clock() - seen_at)
-        self.wait(left, "the rate-limit window to reset (x-ratelimit-remaining: 0)")
+        more = f", {need} needed at once" if need > 1 else ""
+        why = f"the rate-limit window to reset (x-ratelimit-remaining: {remaining}{more})"
+        self.wait(left, why)
 
     def _remember_window(self, identity: str, exchange: Exchange) -> None:
         remaining = exchange.header("x-ratelimit-remaining")
         reset = exchange.header("x-ratelimit-reset")
-        if remaining == "0" and reset and reset.isdigit():
-            self._reset_at[identity] = (self.clock(), int(reset))
+        if remaining and remaining.isdigit() and reset and reset.isdigit():
+            self._windows[identity] = (self.clock(), int(remaining), int(reset))
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -591,7 +606,7 @@ class Target:
                 break
             seconds = exchange.header("retry-after") or ""
             delay = int(seconds) if seconds.isdigit() else 1
-            self._reset_at.pop(auth, None)
+            self._windows.pop(auth, None)
             if exchange.status == 429 and auth in KEYED and self.control is None:
                 self._honoured.setdefault(auth, []).append(delay)
             self.wait(delay, f"Retry-After on {exchange.status} {exchange.code or ''}".strip())
@@ -620,25 +635,30 @@ class Target:
             exchange.status == 503 and exchange.code == "upstream_unavailable"
         )
 
-    def _send_once(
-        self,
-        method: str,
-        url: str,
-        headers: dict[str, str],
-        body: bytes,
-        operation_id: str | None,
-        auth: str,
-        provoked: bool,
-    ) -> Exchange:
-        left = self.time_left()  # one reading decides, and bounds the request's timeout
+    def _admit(self) -> dict[str, Any]:
+        """Count one request against the budget and the deadline; the options bounding its
+        timeout by the time left (one reading of the clock decides)."""
+        left = self.time_left()
         if left == 0:
             raise TimeBudgetExhausted
         self.require(1)
         self.count += 1
+        return {} if left is None or left >= self.timeout else {"timeout": left}
+
+    def _http(
+        self,
+        client: httpx.Client,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        bounded: dict[str, Any],
+    ) -> tuple[httpx.Response, float]:
+        """The response, and how long it took; a transport failure as :class:`TargetUnreachable`
+        (or :class:`TimeBudgetExhausted` when the deadline cut the request short)."""
         started = time.monotonic()
-        bounded = {} if left is None or left >= self.timeout else {"timeout": left}
         try:
-            response = self.client.request(method, url, headers=headers, content=body, **bounded)
+            response = client.request(method, url, headers=headers, content=body, **bounded)
         except httpx.InvalidURL as exc:
             raise TargetUnreachable(f"{url}: {exc}") from exc
         except httpx.TimeoutException as exc:
@@ -647,9 +667,24 @@ class Target:
             raise TargetUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
         except httpx.TransportError as exc:
             raise TargetUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        return response, time.monotonic() - started
+
+    def _record(
+        self,
+        index: int,
+        method: str,
+        url: str,
+        response: httpx.Response,
+        elapsed: float,
+        body: bytes,
+        operation_id: str | None,
+        auth: str,
+        provoked: bool,
+    ) -> Exchange:
+        """The exchange kept and told to the observers."""
         self.answered = True
         exchange = Exchange(
-            index=self.count,
+            index=index,
             method=method,
             url=url,
             request_headers=dict(response.request.headers),
@@ -657,7 +692,7 @@ class Target:
             status=response.status_code,
             response_headers=_lower(response.headers),
             response_body=response.content[:MAX_KEPT_BODY],
-            elapsed=time.monotonic() - started,
+            elapsed=elapsed,
             operation_id=operation_id,
             auth=auth,
             provoked=provoked,
@@ -669,6 +704,84 @@ class Target:
         for observer in self.observers:
             observer(exchange)
         return exchange
+
+    def _send_once(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        operation_id: str | None,
+        auth: str,
+        provoked: bool,
+    ) -> Exchange:
+        bounded = self._admit()
+        index = self.count
+        response, elapsed = self._http(self.client, method, url, headers, body, bounded)
+        return self._record(
+            index, method, url, response, elapsed, body, operation_id, auth, provoked
+        )
+
+    def send_together(self, requests: Sequence[Together]) -> list[Exchange]:
+        """Send ``requests`` at once and answer their exchanges in the order given.
+
+        Each goes on a connection of its own from a thread of its own; a barrier releases them
+        together, so that the deployment has them all in hand at the same time (for the checks
+        that judge overlapping calls). No pacing and no retry: a 429 or 503 is answered as it
+        came. Each is counted against the budget and told to the observers like any other.
+        """
+        self.require(len(requests))
+        needs = Counter(item.auth for item in requests if item.auth in KEYED)
+        for identity, need in needs.items():
+            self._pace(identity, need)
+        admitted = [self._admit() for _ in requests]
+        first = self.count - len(requests) + 1
+        clients = [self.new_client() for _ in requests]
+        barrier = threading.Barrier(len(requests))
+
+        def one(i: int) -> tuple[httpx.Response, float]:
+            item = requests[i]
+            headers = dict(item.headers)
+            if item.auth != "custom":
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                if value := self.authorization(item.auth):
+                    headers["Authorization"] = value
+            barrier.wait(timeout=self.timeout)
+            return self._http(clients[i], item.method, item.url, headers, item.body, admitted[i])
+
+        try:
+            with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+                answered = list(pool.map(one, range(len(requests))))
+        finally:
+            for client in clients:
+                client.close()
+        exchanges = [
+            self._record(first + i, item.method, item.url, response, elapsed, item.body,
+                         item.operation_id, item.auth, item.provoked)
+            for i, (item, (response, elapsed)) in enumerate(zip(requests, answered, strict=True))
+        ]  # fmt: skip
+        for exchange in sorted(exchanges, key=_remaining, reverse=True):  # the fewest left last
+            if exchange.auth in KEYED:
+                self._remember_window(exchange.auth, exchange)
+        return exchanges
+
+
+@dataclass(frozen=True)
+class Together:
+    """One request of :meth:`Target.send_together`."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+    operation_id: str | None = None
+    auth: str = "primary"
+    provoked: bool = False
+
+
+def _remaining(exchange: Exchange) -> int:
+    value = exchange.header("x-ratelimit-remaining") or ""
+    return int(value) if value.isdigit() else 0
 
 
 def _wire(value: Any) -> str:

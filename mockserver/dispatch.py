@@ -16,7 +16,6 @@ answers 500 ``internal_error``, never a traceback.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Awaitable
@@ -213,7 +212,7 @@ class Dispatcher:
                     print_ = fingerprint(
                         op.operation_id, valid.path, None if body is MISSING else body
                     )
-                    async with rt.idempotency.slot(caller.workspace_id, key):
+                    async with rt.seams.hold_key(rt.idempotency, caller.workspace_id, key):
                         response, replayed = await transact(rt, binding, call, key, print_)
                 else:
                     response, _ = await transact(rt, binding, call, None, "")
@@ -238,7 +237,7 @@ class Dispatcher:
                 operation_id=op.operation_id if op else None,
                 status=response.status_code,
                 code=code,
-                caller=caller,
+                caller=caller or self.journalled_caller(rt, request),
                 time=rt.clock.now(),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 replayed=replayed,
@@ -250,6 +249,17 @@ class Dispatcher:
         )
         await rt.journal.written()
         return response
+
+    def journalled_caller(self, rt: Runtime, request: Request) -> Caller | None:
+        """Who a valid key names, for the journal only, when the answer came before the key
+        was checked (an unknown path, a public operation, a fault or an unreachable credential
+        store): nothing is counted, and an invalid key or none stays None."""
+        if "authorization" not in request.headers:
+            return None
+        try:
+            return authenticate(rt.world, request.headers["authorization"], None)
+        except ApiError:
+            return None
 
     def counted_identity(self, rt: Runtime, op: Operation | None, request: Request) -> str | None:
         """The rate-limit identity this request will be counted under, told from the world
@@ -319,10 +329,7 @@ class Dispatcher:
         return response, False
 
     async def execute(self, binding: Binding, call: Call) -> Reply:
-        result = binding.func(call)
-        if inspect.isawaitable(result):
-            result = await result
-        return as_reply(result)
+        return as_reply(await call.runtime.seams.run_operation(binding, call))
 
 
 def as_reply(result: Reply | dict[str, Any] | Awaitable[Any]) -> Reply:

@@ -7,11 +7,15 @@ no handler or a handler names an operation the contract lacks.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mockserver.contract import Contract
+
+if TYPE_CHECKING:
+    from mockserver.call import Call
 
 Handler = Callable[..., Any]
 
@@ -45,6 +49,15 @@ def handler(operation_id: str, *, writes: bool | None = None) -> Callable[[Handl
         return func
 
     return register
+
+
+async def run_handler(binding: Binding, call: Call) -> Any:
+    """The operation's handler run on ``call``: what it answered (a Reply or a body), awaited
+    when it is a coroutine."""
+    result = binding.func(call)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def bind(contract: Contract) -> dict[str, Binding]:

@@ -13,7 +13,8 @@ rule on purpose and so prove the conformance suite able to notice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from mockserver.areas.generation import rules as generation
 from mockserver.areas.review import wordcursor
 from mockserver.platform import auth, credits, cursors, delivery, idempotency, ratelimit
 from mockserver.platform.envelope import public
+from mockserver.registry import Binding, run_handler
 from mockserver.world import World, marked_available, own_record
 
 if TYPE_CHECKING:
@@ -88,6 +90,13 @@ class Seams:
     check_workspace_slug: Callable[[auth.Caller, str | None], None] = auth.check_workspace_slug
     #: The kept answer a request with an Idempotency-Key replays, or None to execute it.
     find_replay: Callable[[Call, str, str], Record | None] = idempotency.find_replay
+    #: A request with an Idempotency-Key holds (workspace, key) while it executes: another with
+    #: the same key waits its turn, then replays (concurrent retries execute once).
+    hold_key: Callable[[idempotency.Idempotency, str, str], AbstractAsyncContextManager[None]] = (
+        idempotency.Idempotency.slot
+    )
+    #: The operation's handler run on the call, inside its transaction.
+    run_operation: Callable[[Binding, Call], Awaitable[Any]] = run_handler
     # -- records, paging and streams ----------------------------------------------------------
     #: The world's record lookup: which records a workspace sees.
     find_record: Callable[[World, str, str, str], Record | None] = own_record

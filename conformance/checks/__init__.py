@@ -41,7 +41,7 @@ FAMILIES = (
 )  # fmt: skip
 _MODULES = ("envelope", "auth", "pagination", "idempotency", "webhooks", "limits", "schema",
             "ratelimit", "stated", "semantics", "workflows", "records", "jobs",
-            "model")  # fmt: skip
+            "model", "concurrency")  # fmt: skip
 
 
 @dataclass(frozen=True)

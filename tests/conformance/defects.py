@@ -125,6 +125,11 @@ DEFECTS = [
            "webhooks-subscription-coverage"),
     Defect("qa-failed-artifacts", "media is never published from a qa_failed job (artifacts "
            "null)", ("webhooks-qa-failed-not-published",), "webhooks-qa-failed-not-published"),
+    Defect("overlapping-retries-execute", "an Idempotency-Key identifies the logical operation: "
+           "overlapping retries execute once", ("idempotency-overlapping-retries",),
+           "idempotency-overlapping-retries"),
+    Defect("overlapping-charges-lost", "the workspace is billed every call: paid calls at once "
+           "are all charged", ("limits-concurrent-billing",), "limits-concurrent-billing"),
     Defect("bucket-per-key", "all keys of one person share the rate-limit bucket",
            (), "rate-limit-shared-bucket"),
     Defect("other-key-not-paused", "a 429 earned with one key of a person pauses their other "

@@ -1,12 +1,16 @@
 """Defects of state rules: the workspace boundary (``check_workspace_slug``, ``find_record``),
-idempotency (``find_replay``), credits (``capability_available``, ``set_balance``,
-``quote_catalogue``, and with ``finish_response`` a refused call charged) and keys
-(``authorize``, ``revoke_key``, ``rate_identity``, and with ``finish_response`` a person's other
-key served during a 429's wait)."""
+idempotency (``find_replay``; ``hold_key`` with a slow ``run_operation``: overlapping retries
+executed), credits (``capability_available``, ``set_balance``, ``quote_catalogue``; with
+``finish_response`` a refused call charged; with ``run_operation`` a charge lost when paid calls
+overlap) and keys (``authorize``, ``revoke_key``, ``rate_identity``; with ``finish_response`` a
+person's other key served during a 429's wait)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +19,8 @@ from starlette.responses import Response
 from mockserver.call import Call
 from mockserver.contract import Operation
 from mockserver.platform.auth import Caller, require_spend
+from mockserver.platform.idempotency import Idempotency
+from mockserver.registry import Binding
 from mockserver.seams import Seams
 from mockserver.world import World
 from tests.defects.defect import Defect
@@ -155,6 +161,51 @@ def _other_key_not_paused(seams: Seams) -> Seams:
     return replace(seams, rate_identity=rate_identity, finish_response=finish_response)
 
 
+#: How long a slow deployment takes before it runs an operation: overlapping calls all reach
+#: that point before the first of them has changed anything.
+SLOW_SECONDS = 0.05
+
+
+def _slow(seams: Seams) -> Seams:
+    previous = seams.run_operation
+
+    async def run_operation(binding: Binding, call: Call) -> Any:
+        await asyncio.sleep(SLOW_SECONDS)
+        return await previous(binding, call)
+
+    return replace(seams, run_operation=run_operation)
+
+
+def _overlapping_retries_execute(seams: Seams) -> Seams:
+    """Keys are looked up when a request arrives and kept when it is answered, and nothing
+    holds a key in between: retries that overlap the first call all execute (sequential
+    retries still replay)."""
+
+    @contextlib.asynccontextmanager
+    async def hold_key(held: Idempotency, workspace_id: str, key: str) -> AsyncIterator[None]:
+        yield
+
+    return _slow(replace(seams, hold_key=hold_key))
+
+
+def _overlapping_charges_lost(seams: Seams) -> Seams:
+    """The balance is read when a call arrives and written, less the call's own charge, when it
+    is answered: of paid calls that overlap, only the last write counts (calls one after
+    another are charged right)."""
+    previous = seams.run_operation
+
+    async def run_operation(binding: Binding, call: Call) -> Any:
+        workspace = call.workspace
+        read = workspace["credits"]
+        await asyncio.sleep(SLOW_SECONDS)
+        before = workspace["credits"]
+        result = await previous(binding, call)
+        workspace["credits"] = read - (before - workspace["credits"])
+        return result
+
+    return replace(seams, run_operation=run_operation)
+
+
 REFUSAL_FEE = 10  # credits a refused paid call costs under refused-call-charged
 
 
@@ -218,5 +269,13 @@ DEFECTS: dict[str, Defect] = {
     ),
     "refused-call-charged": Defect(
         "nothing is charged for a paid call that was refused", _refused_call_charged
+    ),
+    "overlapping-retries-execute": Defect(
+        "an Idempotency-Key identifies the logical operation: overlapping retries execute once",
+        _overlapping_retries_execute,
+    ),
+    "overlapping-charges-lost": Defect(
+        "the workspace is billed every call: paid calls at once are all charged",
+        _overlapping_charges_lost,
     ),
 }

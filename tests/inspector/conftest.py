@@ -31,7 +31,7 @@ from tests.support.control_check import CheckedControl, check_control
 from tests.support.serve import Served
 
 ROOT = Path(__file__).resolve().parents[2]
-VIEWPORT = {"width": 1280, "height": 760}
+VIEWPORT = {"width": 1440, "height": 900}  # the screenshots in the README are this wide
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 
