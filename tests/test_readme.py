@@ -47,8 +47,8 @@ NOT_RUN = {
     "started as written in 'Your first hour #1'",
     "Quick start #2": "the kit's whole test suite, this test among them; .ci/run runs exactly "
     "this line (test_ci_runs_the_readme_test_command_as_written)",
-    "Container #1": "needs a container engine (docker); the image is built and run by .ci/run "
-    "(issue 27 part 4), and tests/test_packaging.py checks the files",
+    "Container #1": "needs a container engine (docker) and openssl; building and running the "
+    "image is CI's work (issue 27 part 4), and tests/test_packaging.py checks the files",
     "The mock server #1": "a synopsis of the options, not a command",
     "The conformance suite #1": "its lines need a deployment at api.example.com, and "
     "verify-signature's S, T and SIG stand for your delivery's values; tests/conformance runs "

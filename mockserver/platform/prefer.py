@@ -24,11 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mockserver.contract import Contract, Operation
 from mockserver.platform.errors import ApiError, invalid_request
 from mockserver.platform.faults import error_answer
-from mockserver.runtime import Runtime
+
+if TYPE_CHECKING:
+    from mockserver.runtime import Runtime
 
 HEADER = "prefer"
 
