@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -216,3 +217,14 @@ def test_without_the_control_plane_the_header_is_ignored():
             response = api.get("/v1/projects", headers={"Prefer": prefer})
             assert response.status_code == 200, response.text
             assert "Preference-Applied" not in response.headers
+
+
+def test_the_control_document_and_the_readme_describe_it():
+    from mockserver.control.plane import control_contract
+
+    described = control_contract().document["info"]["description"]
+    assert "Prefer: code=<status>" in described and "reason=<code>" in described
+    entry = control_contract().document["components"]["schemas"]["JournalEntry"]
+    assert "preferred" in entry["required"]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert "#### Per-request answers (`Prefer`)" in readme
