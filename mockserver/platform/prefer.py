@@ -97,8 +97,9 @@ def _chosen(rt: Runtime, op: Operation, value: str) -> Preferred | None:
     statuses = sorted(stated)
     if not status_text.isdigit() or int(status_text) not in stated:
         raise invalid_request(
-            f"Prefer: code={status_text} is not a status {op.operation_id} states; it states "
-            + (", ".join(map(str, statuses)) or "no error"),
+            f"Prefer: code={status_text} is not an error status {op.operation_id} states (Prefer"
+            " answers errors only); its error statuses: "
+            + (", ".join(map(str, statuses)) or "none"),
             reason="unstated_status",
             operationId=op.operation_id,
             statuses=statuses,
