@@ -50,9 +50,9 @@ NOT_RUN = {
     "Container #1": "needs a container engine (docker) and openssl; building and running the "
     "image is CI's work (issue 27 part 4), and tests/test_packaging.py checks the files",
     "The mock server #1": "a synopsis of the options, not a command",
-    "The conformance suite #1": "its lines need a deployment at api.example.com, and "
-    "verify-signature's S, T and SIG stand for your delivery's values; tests/conformance runs "
-    "each command against the mock",
+    "The conformance suite #1": "two of its lines need a deployment at api.example.com, and "
+    "verify-signature's S, T and SIG stand for a delivery's values; tests/conformance/test_cli.py "
+    "runs list-checks, verify-signature and run --mock",
     "Against your deployment #1": "needs a deployment, its keys and a public receiver URL",
     "Against your deployment #2": "runs for 9 minutes against a mock on the real clock; "
     "bench/deployment.py runs it as written, tests/conformance/test_deployment.py on simulated "
