@@ -20,8 +20,8 @@ from conformance.gcpolicy import collect_less_often
 
 USAGE_ERROR = 2
 
-#: What ``pip install 'cgcas-kit[conformance]'`` adds to the mock's dependencies (pyproject.toml).
-EXTRA = "cgcas-kit[conformance]"
+#: The extra that adds the suite to the mock's dependencies (pyproject.toml), and what it adds.
+EXTRA = "conformance"
 EXTRA_MODULES = ("schemathesis", "hypothesis", "requests", "rich")
 
 #: Where ``--mock-control-token`` comes from by default (as for ``mockserver listen``).
@@ -31,6 +31,17 @@ MOCK_CONTROL_TOKEN = "MOCKSERVER_CONTROL_TOKEN"
 def missing_extra() -> list[str]:
     """The conformance extra's modules that are not installed (none: the suite can run)."""
     return [name for name in EXTRA_MODULES if find_spec(name) is None]
+
+
+def not_installed(missing: list[str]) -> str:
+    """The one line that says the suite is not installed, and the command that installs it in
+    the way the kit was installed (mockserver/extras.py)."""
+    from mockserver.extras import install_command
+
+    return (
+        f"conformance: the conformance suite is not installed (missing: {', '.join(missing)});"
+        f" install it with: {install_command(EXTRA)}"
+    )
 
 
 try:
@@ -442,11 +453,7 @@ def command_rules(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     if missing := missing_extra():
-        print(
-            f"conformance: the conformance suite is not installed (missing: {', '.join(missing)});"
-            f" install it with: pip install '{EXTRA}'",
-            file=sys.stderr,
-        )
+        print(not_installed(missing), file=sys.stderr)
         raise SystemExit(USAGE_ERROR)
     args = build_parser().parse_args(argv)
     collect_less_often()  # this process is the suite's own (conformance/gcpolicy.py)

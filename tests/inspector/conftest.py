@@ -51,7 +51,9 @@ def unavailable() -> str | None:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        return "the playwright package is not installed: pip install -e '.[test]'"
+        from mockserver.extras import install_command
+
+        return f"the playwright package is not installed: {install_command('test')}"
     if chromium() is None:
         return (
             "no Chromium found (/usr/bin/chromium, chromium on the PATH, or INSPECTOR_CHROMIUM): "
