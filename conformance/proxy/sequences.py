@@ -14,7 +14,8 @@ cursor or job, so that a proxy left running for days keeps a bounded memory.
   along ``nextCursor`` never shows a record twice, and a cursor sent with another query (its
   filters or path changed) is refused;
 * :class:`JobLife` (``jobs-status-closed-set``): a job's ``status`` stays in the contract's
-  closed set (where the profile encloses it) and never leaves a terminal value on later reads;
+  closed set (where the profile encloses it) and never leaves a terminal value on later reads
+  (reads only: a create's answer shows the job as it was, and its replay repeats it);
 * :class:`DeprecatedFields` (``schema-deprecated-fields``): a deprecated response field is still
   returned wherever its replacement is (a render job's ``artifacts.video``, known as a render
   from the answer that started it);
@@ -34,7 +35,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
@@ -48,8 +49,8 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 KEYS_KEPT = 10_000  # idempotency keys, jobs, requests refused with 402 (each table)
-WALKS_KEPT = 2_000  # cursors of walks in progress
-IDS_PER_WALK = 10_000  # records remembered of one walk (beyond: the walk is no longer judged)
+WALKS_KEPT = 1_000  # cursors issued, each with the records its walk showed before it
+IDS_PER_WALK = 1_000  # records remembered of one walk (beyond: the walk is no longer judged)
 _PAGING = {"cursor", "limit", "after", "offset"}
 _RETRYABLE = {429, 503}
 
@@ -212,24 +213,29 @@ def _reason(exchange: Exchange) -> Any:
     return details.get("reason") if isinstance(details, dict) else None
 
 
-@dataclass
-class _Walk:
+@dataclass(frozen=True)
+class _Page:
+    """Where a cursor leads: its walk's query and the records the walk showed before it."""
+
     bound: tuple[Any, ...]  # path and query, without the paging parameters
-    ids: set[str] = field(default_factory=set)
-    judged: bool = True  # False once it holds more than IDS_PER_WALK
+    ids: frozenset[str]  # empty once the walk held more than IDS_PER_WALK (no longer judged)
+    judged: bool = True
 
 
 class CursorWalk(SequenceJudge):
+    """Each cursor remembers the records its walk showed up to it, so that a page fetched
+    twice (a retry) or a walk forked (one cursor followed twice) is judged as its own walk."""
+
     checks = ("pagination-walk", "pagination-cursors")
 
     def __init__(self, contract: Contract) -> None:
         self.view = contract.held
-        self.walks: Bounded[tuple[str | None, str, str], _Walk] = Bounded(WALKS_KEPT)
+        self.cursors: Bounded[tuple[str | None, str, str], _Page] = Bounded(WALKS_KEPT)
         self.quote = self.view.quote("#/components/schemas/CursorPage")
 
     def world(self, change: str) -> None:
         if change == RESET:
-            self.walks.clear()
+            self.cursors.clear()
 
     def see(self, seen: Observed) -> dict[str, list[Finding]]:
         op = seen.operation
@@ -241,12 +247,12 @@ class CursorWalk(SequenceJudge):
         cursor = next((v for k, v in query if k == "cursor"), None)
         bound = (ex.path, tuple(sorted((k, v) for k, v in query if k not in _PAGING)))
         verdicts: dict[str, list[Finding]] = {}
-        walk: _Walk | None = None
+        before: _Page | None = None
         if cursor:
-            walk = self.walks.get_fresh((seen.caller, op.operation_id, cursor))
-            if walk is None:
+            before = self.cursors.get_fresh((seen.caller, op.operation_id, cursor))
+            if before is None:
                 return {}  # a cursor this proxy did not see issued
-            if walk.bound != bound:
+            if before.bound != bound:
                 verdicts["pagination-cursors"] = (
                     []
                     if not seen.ok
@@ -254,7 +260,7 @@ class CursorWalk(SequenceJudge):
                         Finding.of(
                             "pagination-cursors",
                             "deployment",
-                            f"a cursor issued for {_query_text(walk.bound)} was sent with "
+                            f"a cursor issued for {_query_text(before.bound)} was sent with "
                             f"{_query_text(bound)} and answered {ex.status}; a cursor is bound to "
                             "its query (400 expected)",
                             ex,
@@ -268,10 +274,10 @@ class CursorWalk(SequenceJudge):
             return verdicts
         items = body.get(field_name)
         ids = [str(i["id"]) for i in items or [] if isinstance(i, dict) and "id" in i]
-        if walk is None:
-            walk = _Walk(bound)
-        elif walk.judged:
-            repeated = sorted(set(ids) & walk.ids) + sorted({i for i in ids if ids.count(i) > 1})
+        seen_ids = before.ids if before is not None else frozenset()
+        judged = before.judged if before is not None else True
+        if before is not None and judged:
+            repeated = sorted(set(ids) & seen_ids) + sorted({i for i in ids if ids.count(i) > 1})
             verdicts["pagination-walk"] = (
                 []
                 if not repeated
@@ -285,12 +291,12 @@ class CursorWalk(SequenceJudge):
                     )
                 ]
             )
-        walk.ids.update(ids)
-        if len(walk.ids) > IDS_PER_WALK:
-            walk.judged, walk.ids = False, set()
         following = body.get("nextCursor")
         if isinstance(following, str) and following:
-            self.walks.put((seen.caller, op.operation_id, following), walk)
+            after = seen_ids | frozenset(ids)
+            if len(after) > IDS_PER_WALK:
+                after, judged = frozenset(), False
+            self.cursors.put((seen.caller, op.operation_id, following), _Page(bound, after, judged))
         return verdicts
 
 
@@ -316,7 +322,7 @@ class JobLife(SequenceJudge):
 
     def __init__(self, contract: Contract) -> None:
         self.statuses = statuses(contract.held)
-        self.terminal: Bounded[str, str] = Bounded(KEYS_KEPT)  # job id -> terminal status read
+        self.terminal: Bounded[tuple[str | None, str], str] = Bounded(KEYS_KEPT)  # terminal read
         self.quote = contract.held.quote("#/components/schemas/JobStatus")
 
     def world(self, change: str) -> None:
@@ -325,8 +331,8 @@ class JobLife(SequenceJudge):
 
     def see(self, seen: Observed) -> dict[str, list[Finding]]:
         ex = seen.exchange
-        if seen.operation is None or not seen.ok:
-            return {}
+        if seen.operation is None or not seen.ok or ex.method != "GET":
+            return {}  # a create's answer is a snapshot: its replay repeats the first one
         found: list[Finding] | None = None
         for job in _jobs(ex.json()):
             status, job_id = job.get("status"), job["id"]
@@ -343,7 +349,7 @@ class JobLife(SequenceJudge):
                         self.quote,
                     )
                 )
-            before = self.terminal.get_fresh(job_id)
+            before = self.terminal.get_fresh((seen.caller, job_id))
             if before is not None and status != before:
                 found.append(
                     Finding.of(
@@ -355,7 +361,7 @@ class JobLife(SequenceJudge):
                     )
                 )
             elif before is None and status in self.statuses.terminal:
-                self.terminal.put(job_id, str(status))
+                self.terminal.put((seen.caller, job_id), str(status))
         return {} if found is None else {"jobs-status-closed-set": found}
 
 
@@ -364,7 +370,7 @@ class DeprecatedFields(SequenceJudge):
 
     def __init__(self, judge_one: Any) -> None:
         self.judge_one = judge_one  # (operation, exchange, renders) -> (judged, findings)
-        self.renders: Bounded[str, bool] = Bounded(KEYS_KEPT)
+        self.renders: Bounded[tuple[str | None, str], bool] = Bounded(KEYS_KEPT)
 
     def world(self, change: str) -> None:
         if change == RESET:
@@ -376,9 +382,20 @@ class DeprecatedFields(SequenceJudge):
             return {}
         if op.operation_id == RENDER:
             for job in _jobs(seen.exchange.json()):
-                self.renders.put(job["id"], True)
-        judged, found = self.judge_one(op, seen.exchange, set(self.renders))
+                self.renders.put((seen.caller, job["id"]), True)
+        judged, found = self.judge_one(op, seen.exchange, _Of(self.renders, seen.caller))
         return {"schema-deprecated-fields": found} if judged else {}
+
+
+@dataclass(frozen=True)
+class _Of:
+    """The job ids of one caller in a table keyed by (caller, job id), as a set reads."""
+
+    table: Bounded[tuple[str | None, str], bool]
+    caller: str | None
+
+    def __contains__(self, job_id: object) -> bool:
+        return (self.caller, job_id) in self.table
 
 
 @dataclass
