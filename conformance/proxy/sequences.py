@@ -272,13 +272,14 @@ class CursorWalk(SequenceJudge):
         body = ex.json()
         if ex.status != 200 or not isinstance(body, dict) or not field_name:
             return verdicts
+        verdicts["pagination-walk"] = self._page(body, ex)
         items = body.get(field_name)
         ids = [str(i["id"]) for i in items or [] if isinstance(i, dict) and "id" in i]
         seen_ids = before.ids if before is not None else frozenset()
         judged = before.judged if before is not None else True
         if before is not None and judged:
             repeated = sorted(set(ids) & seen_ids) + sorted({i for i in ids if ids.count(i) > 1})
-            verdicts["pagination-walk"] = (
+            verdicts["pagination-walk"] += (
                 []
                 if not repeated
                 else [
@@ -298,6 +299,34 @@ class CursorWalk(SequenceJudge):
                 after, judged = frozenset(), False
             self.cursors.put((seen.caller, op.operation_id, following), _Page(bound, after, judged))
         return verdicts
+
+    def _page(self, body: dict[str, Any], ex: Exchange) -> list[Finding]:
+        """One page's own rules: ``nextCursor`` null or a non-empty cursor, and ``hasMore``
+        true exactly when it is not null."""
+        found = []
+        following = body.get("nextCursor", "<absent>")
+        if not (following is None or (isinstance(following, str) and following)):
+            found.append(
+                Finding.of(
+                    "pagination-walk",
+                    "deployment",
+                    f"nextCursor is {following!r}: it must be null on the last page and a "
+                    "non-empty cursor otherwise",
+                    ex,
+                    self.quote,
+                )
+            )
+        if "hasMore" in body and body["hasMore"] is not (following not in (None, "")):
+            found.append(
+                Finding.of(
+                    "pagination-walk",
+                    "deployment",
+                    f"hasMore is {body['hasMore']!r} while nextCursor is {following!r}",
+                    ex,
+                    self.view.quote("#/components/schemas/CursorPage/properties/hasMore"),
+                )
+            )
+        return found
 
 
 def _query_text(bound: tuple[Any, ...]) -> str:
