@@ -34,6 +34,9 @@ from conformance.proxy.report import write
 from conformance.proxy.session import FAIL_ON, ProxySession, Relay
 
 USAGE_ERROR = 2
+#: How long the judge thread may hold the interpreter before the forwarding loop gets it back
+#: (Python's default is 5 ms: a request arriving while an exchange is judged would wait that).
+SWITCH_INTERVAL = 0.0002
 PROXY_URL = "CONFORMANCE_PROXY_URL"
 DEFAULT_LISTEN = "127.0.0.1:8788"
 
@@ -124,6 +127,7 @@ def command_proxy(args: argparse.Namespace) -> int:
     command = list(args.command_line or [])
     if command[:1] == ["--"]:
         command = command[1:]
+    sys.setswitchinterval(SWITCH_INTERVAL)
     judge = Judge(Contract(profile=args.profile), args.upstream)
     session = ProxySession(judge, har=HarRecorder() if args.har else None)
     session.relays = build_relays(args, session)

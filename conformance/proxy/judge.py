@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.checks import all_checks
-from conformance.checks.schema import _judge_deprecated
+from conformance.checks.schema import _carries_deprecated, _judge_deprecated
 from conformance.contract import Contract, Operation
 from conformance.proxy.findings import SIDES, Finding
 from conformance.proxy.forward import Seen
@@ -86,6 +86,7 @@ class Judge:
         self.judged = 0
         self.not_judged: Counter[str] = Counter()  # why an exchange (or its body) was not
         self.failed: Counter[str] = Counter()  # check -> deployment findings
+        self._carries: dict[str, bool] = {}  # operation -> its success body can carry one
 
     # -- what passed, as the suite's exchange ----------------------------------------------------
 
@@ -219,6 +220,13 @@ class Judge:
     def _deprecated(
         self, op: Operation, exchange: Exchange, renders: set[str]
     ) -> tuple[int, list[Finding]]:
+        carries = self._carries.get(op.operation_id)
+        if carries is None:
+            schema = self.contract.held.success_schema(op)
+            carries = schema is not None and _carries_deprecated(self.contract.held, schema, set())
+            self._carries[op.operation_id] = carries
+        if not carries:
+            return 0, []
         check = self.checks["schema-deprecated-fields"]
         result = CheckResult(check.name, check.family, check.description)
         judged, _ = _judge_deprecated(Context(self.session, check, result), op, exchange, renders)

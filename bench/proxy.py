@@ -1,0 +1,160 @@
+"""What ``conformance proxy`` costs: latency it adds, and its memory over a long run.
+
+    python bench/proxy.py [--seconds 10] [--rounds 3] [--requests 100000]
+
+One mock (``mockserver --clock manual --rate-limit 100000000``) as the upstream, and one
+``conformance proxy --upstream <mock> --profile full`` in front of it (a process of its own,
+judging everything it forwards, as in use):
+
+1. **Latency added at p50**, at 100 requests a second over 50 concurrent keep-alive
+   connections (an open loop: a request starts every 10 ms whatever the answers; httpx,
+   asyncio, 50 connections opened first). Each round sends ``--seconds`` of requests straight
+   to the mock, then the same through the proxy (GET /v1/capabilities and GET
+   /v1/projects?limit=5 in turn, as sk_test_acme_owner), so both sides see the same mock, the
+   same machine and the same moment; the p50 of each side over all rounds, and the difference.
+   Ceiling: 2 ms.
+2. **Memory over ``--requests`` requests** through the proxy: wrk (bench/mix.lua: lists, cursor
+   pages, creates with fresh Idempotency-Keys, job reads; 32 connections) in runs of a few
+   seconds until the count is reached; the proxy's RSS (VmRSS) after the first run and after
+   the last. Its bound, by construction: the judge's queue (10,000 exchanges), the sequence
+   judges' tables (10,000 keys/jobs/refusals each, 1,000 cursors of at most 1,000 ids), the
+   findings kept (1,000) and the HAR (not asked for here); the bench's ceiling is growth under
+   64 MiB from the first run to the last.
+
+The figures are printed as ratios and against their ceilings, last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from wrkmix import (  # bench/wrkmix.py
+    OWNER,
+    free_port,
+    prepare,
+    rss_bytes,
+    run_wrk,
+    start_server,
+    stop_server,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RATE = 100  # requests a second
+CONNECTIONS = 50
+PATHS = ("/v1/capabilities", "/v1/projects?limit=5")
+LATENCY_CEILING_MS = 2.0
+GROWTH_CEILING = 64 << 20
+
+
+def start_proxy(upstream: str) -> tuple[subprocess.Popen[str], str, list[str]]:
+    port = free_port()
+    command = [sys.executable, "-m", "conformance", "proxy", "--upstream", upstream]
+    command += ["--listen", f"127.0.0.1:{port}", "--profile", "full", "--fail-on", "none"]
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    output: list[str] = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        output.append(line)
+        if "listening on" in line:
+            threading.Thread(target=output.extend, args=(process.stdout,), daemon=True).start()
+            return process, f"http://127.0.0.1:{port}", output
+    raise RuntimeError("the proxy did not start: " + "".join(output))
+
+
+async def paced(base: str, seconds: float) -> list[float]:
+    """Latencies (s) of requests started every 1/RATE s for ``seconds`` over CONNECTIONS
+    connections (opened first)."""
+    limits = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
+    headers = {"Authorization": f"Bearer {OWNER}"}
+    async with httpx.AsyncClient(base_url=base, limits=limits, headers=headers) as client:
+        await asyncio.gather(*(client.get(PATHS[0]) for _ in range(CONNECTIONS)))
+        latencies: list[float] = []
+
+        async def one(path: str) -> None:
+            started = time.perf_counter()
+            response = await client.get(path)
+            latencies.append(time.perf_counter() - started)
+            if response.status_code != 200:
+                raise RuntimeError(f"{path} answered {response.status_code}")
+
+        tasks = []
+        start = time.perf_counter()
+        for i in range(int(seconds * RATE)):
+            delay = start + i / RATE - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(PATHS[i % len(PATHS)])))
+        await asyncio.gather(*tasks)
+        return latencies
+
+
+def latency(mock: str, proxy: str, seconds: float, rounds: int) -> tuple[float, float]:
+    direct: list[float] = []
+    through: list[float] = []
+    for n in range(rounds):
+        direct += asyncio.run(paced(mock, seconds))
+        through += asyncio.run(paced(proxy, seconds))
+        print(f"round {n + 1}: p50 direct {ms(statistics.median(direct))} ms, "
+              f"through the proxy {ms(statistics.median(through))} ms", flush=True)  # fmt: skip
+    return statistics.median(direct), statistics.median(through)
+
+
+def memory(proxy_pid: int, proxy: str, requests: int) -> tuple[int, int, int]:
+    """(RSS after the first run, RSS after the last, requests sent)."""
+    mix = prepare(proxy)
+    sent, first = 0, None
+    while sent < requests:
+        figures = run_wrk(proxy, 5, mix, [])
+        sent += int(figures.get("requests", "0"))
+        rss = rss_bytes(proxy_pid)
+        first = rss if first is None else first
+        print(f"{sent:>7} requests through the proxy: RSS {rss / 2**20:.1f} MiB", flush=True)
+    assert first is not None
+    return first, rss_bytes(proxy_pid), sent
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="per side and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=100_000)
+    args = parser.parse_args()
+    server = start_server([], [])
+    process, proxy, output = start_proxy(server.base)
+    try:
+        direct, through = latency(server.base, proxy, args.seconds, args.rounds)
+        start, end, sent = memory(process.pid, proxy, args.requests)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+        stop_server(server)
+    added = through - direct
+    growth = end - start
+    print(f"proxy's own summary: {output[-1].strip() if output else '(none)'}")
+    print(f"latency p50 at {RATE} req/s over {CONNECTIONS} connections: direct {ms(direct)} ms, "
+          f"through the proxy {ms(through)} ms ({through / direct:.2f}x): added {ms(added)} ms "
+          f"of a {LATENCY_CEILING_MS:g} ms ceiling ({added * 1000 / LATENCY_CEILING_MS:.0%}) "
+          f"{'OK' if added * 1000 <= LATENCY_CEILING_MS else 'OVER'}")  # fmt: skip
+    verdict = "OK" if growth <= GROWTH_CEILING else "OVER"
+    print(f"memory over {sent} requests: RSS {start / 2**20:.1f} MiB after the first run, "
+          f"{end / 2**20:.1f} MiB after the last ({end / start:.2f}x): grew "
+          f"{growth / 2**20:.1f} MiB of a {GROWTH_CEILING >> 20} MiB ceiling "
+          f"({growth / GROWTH_CEILING:.0%}) {verdict}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
