@@ -26,9 +26,11 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from conformance.checks import all_checks
+from conformance.checks.limits import _judge_shortfall
+from conformance.checks.pagination import _stream_pointer
 from conformance.checks.schema import _carries_deprecated, _judge_deprecated
 from conformance.contract import Contract, Operation
 from conformance.proxy.findings import SIDES, Finding
@@ -87,6 +89,7 @@ class Judge:
         self.not_judged: Counter[str] = Counter()  # why an exchange (or its body) was not
         self.failed: Counter[str] = Counter()  # check -> deployment findings
         self._carries: dict[str, bool] = {}  # operation -> its success body can carry one
+        self._streams: dict[str, list[str] | None] = {}  # operation -> where its nextAfter is
 
     # -- what passed, as the suite's exchange ----------------------------------------------------
 
@@ -142,14 +145,20 @@ class Judge:
         findings: list[Finding] = []
         if held is not None and seen.request_whole:
             findings += self._request(held, seen, exchange)
+        valid = not any(f.side == "client" for f in findings)
         if whole:
             findings += self._observe(exchange)
+            if exchange.status == 402 and exchange.code == "insufficient_credits":
+                findings += self._shortfall(exchange)
+            if held is not None and exchange.status == 200:
+                findings += self._stream(held, exchange)
             observed = Observed(
                 exchange,
                 held,
                 caller(seen.request_headers),
                 idempotency_key=exchange.request_headers.get("idempotency-key"),
                 body_digest=digest(seen.request_body),
+                valid=valid and seen.request_whole,
             )
             for sequence in self.sequences:
                 for check, found in sequence.see(observed).items():
@@ -196,6 +205,54 @@ class Judge:
                 )
             )
         self._tally(check, found[1:])
+        return found
+
+    def _shortfall(self, exchange: Exchange) -> list[Finding]:
+        """A 402 ``insufficient_credits`` gives the shortfall (``limits-payment-required``)."""
+        check = self.checks["limits-payment-required"]
+        result = CheckResult(check.name, check.family, check.description)
+        schema = self.contract.held.document["components"]["schemas"].get("CreditShortfall")
+        quote = self.contract.held.quote("#/components/responses/PaymentRequired")
+        _judge_shortfall(Context(self.session, check, result), exchange, schema, quote)
+        found = [
+            Finding.of(check.name, "deployment", f.message, exchange, f.quote)
+            for f in result.failures
+        ]
+        if result.passed or found:
+            self._tally(check.name, found)
+        return found
+
+    def _stream(self, op: Operation, exchange: Exchange) -> list[Finding]:
+        """An ordered stream's ``nextAfter`` never goes back before the ``after`` sent
+        (``pagination-ordered-streams``)."""
+        check = self.checks["pagination-ordered-streams"]
+        if op.method != "GET" or op.parameter("after", "query") is None:
+            return []
+        sent = dict(parse_qsl(urlsplit(exchange.url).query)).get("after", "")
+        if op.operation_id not in self._streams:
+            ctx = Context(self.session, check, CheckResult(check.name, check.family, ""))
+            self._streams[op.operation_id] = _stream_pointer(ctx, op)
+        pointer = self._streams[op.operation_id]
+        if pointer is None or not sent.isdigit():
+            return []
+        node: Any = exchange.json()
+        for part in pointer:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            return []
+        found = []
+        if not isinstance(node, int) or node < int(sent):
+            found.append(
+                Finding.of(
+                    check.name,
+                    "deployment",
+                    f"nextAfter went from after={sent} to {node!r}: an ordered stream never "
+                    "goes backwards",
+                    exchange,
+                    self.contract.held.quote("#/components/schemas/CursorPage"),
+                )
+            )
+        self._tally(check.name, found)
         return found
 
     def _observe(self, exchange: Exchange) -> list[Finding]:

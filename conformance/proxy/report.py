@@ -115,7 +115,7 @@ def rule_coverage(session: ProxySession) -> dict[str, Any]:
 def proxy_check_names(session: ProxySession) -> set[str]:
     """The checks the proxy judges traffic by."""
     names = {c.name for c in session.judge.observers}
-    names |= {"schema-negative", "idempotency-key-required"}
+    names |= {"schema-negative", "idempotency-key-required", "pagination-ordered-streams"}
     for sequence in session.judge.sequences:
         names |= set(sequence.checks)
     return names

@@ -86,6 +86,7 @@ class Observed:
     caller: str | None  # a digest of the request's credential
     idempotency_key: str | None = None
     body_digest: str = ""
+    valid: bool = True  # the request breaks no constraint the contract states
 
     @property
     def ok(self) -> bool:
@@ -134,6 +135,7 @@ class _First:
     status: int
     resource: str | None
     failed: bool
+    answer: str = ""  # a digest of the first answer's body (a failure's error body)
 
 
 class IdempotentReplay(SequenceJudge):
@@ -160,22 +162,33 @@ class IdempotentReplay(SequenceJudge):
         first = self.firsts.get_fresh(key)
         if first is None:
             if ex.status < 500:
-                self.firsts.put(key, _First(fingerprint, ex.status, _resource(ex), not seen.ok))
+                answer = digest(ex.response_body)
+                self.firsts.put(
+                    key, _First(fingerprint, ex.status, _resource(ex), not seen.ok, answer)
+                )
             return {}
         if first.failed:
             if seen.ok:  # a success now holds the key
                 self.firsts.put(key, _First(fingerprint, ex.status, _resource(ex), False))
             reused = ex.status == 409 and _reason(ex) == "idempotency_key_reused"
+            replayed = (
+                first.status == 400  # an answer that names what was wrong with the first
+                and seen.valid
+                and fingerprint != first.fingerprint
+                and ex.status == first.status
+                and digest(ex.response_body) == first.answer
+            )  # the first failure's very answer, to another valid request: the key was held
             found = (
                 []
-                if not reused
+                if not (reused or replayed)
                 else [
                     Finding.of(
                         "idempotency-failed-call-frees-key",
                         "deployment",
                         f"the call with this Idempotency-Key first failed ({first.status}); "
-                        f"a later call with it answered {ex.answered} idempotency_key_reused: "
-                        "the failed call held its key",
+                        f"a later call with another body answered {ex.answered}"
+                        + (" idempotency_key_reused" if reused else ", the first answer again")
+                        + ": the failed call held its key",
                         ex,
                         self.QUOTE,
                     )
