@@ -35,7 +35,15 @@ from conformance.checks.schema import _carries_deprecated, _judge_deprecated
 from conformance.contract import Contract, Operation
 from conformance.proxy.findings import SIDES, Finding
 from conformance.proxy.forward import Seen
-from conformance.proxy.redact import API_KEY, caller, masked_headers, redacted_body, secret_fields
+from conformance.proxy.redact import (
+    API_KEY,
+    REDACTED,
+    caller,
+    masked_headers,
+    redacted_body,
+    secret_fields,
+    secret_values,
+)
 from conformance.proxy.sequences import (
     CursorWalk,
     DeprecatedFields,
@@ -179,9 +187,7 @@ class Judge:
             v.location == "header" and v.name.lower() == "idempotency-key" for v in violations
         )
         check = "idempotency-key-required" if missing_key else "schema-negative"
-        what = "; ".join(
-            f"{v.location} {v.name}: {v.message}".replace("  ", " ") for v in violations[:3]
-        )
+        what = "; ".join(self._said(v, seen.request_body) for v in violations[:3])
         quote = "A request that breaks a stated constraint is refused with 400 invalid_request."
         found = [
             Finding.of(
@@ -206,6 +212,16 @@ class Judge:
             )
         self._tally(check, found[1:])
         return found
+
+    def _said(self, violation: Any, body: bytes) -> str:
+        """A violation in words, never with a secret field's value."""
+        name = violation.name.rsplit("/", 1)[-1]
+        if violation.location == "body" and name in self.secrets:
+            return f"body {violation.name}: breaks its schema (a secret: value not shown)"
+        text = f"{violation.location} {violation.name}: {violation.message}".replace("  ", " ")
+        for value in secret_values(body, self.secrets):
+            text = text.replace(value, REDACTED)
+        return text
 
     def _shortfall(self, exchange: Exchange) -> list[Finding]:
         """A 402 ``insufficient_credits`` gives the shortfall (``limits-payment-required``)."""

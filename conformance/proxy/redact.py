@@ -90,3 +90,28 @@ def _redact(value: Any, secrets: frozenset[str]) -> Any:
     if isinstance(value, list):
         return [_redact(v, secrets) for v in value]
     return value
+
+
+def secret_values(body: bytes, secrets: frozenset[str]) -> list[str]:
+    """The string values of the ``x-secret`` fields of a JSON body, longest first (so that
+    text quoting them can be cut)."""
+    if not body or not any(f'"{n}"'.encode() in body for n in secrets):
+        return []
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return []
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in secrets and isinstance(v, str) and v:
+                    found.add(v)
+                    found.add(v[:20])  # a message may quote the start of a long value
+                else:
+                    stack.append(v)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return sorted(found, key=len, reverse=True)

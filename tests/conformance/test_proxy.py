@@ -192,7 +192,7 @@ def test_wrapping_a_command(tmp_path: Path):
 def test_the_har_is_bounded_and_holds_no_secret(tmp_path: Path):
     har = tmp_path / "seen.har"
     secret = "whsec_" + uuid.uuid4().hex * 2
-    with live_mock() as mock, Proxy(mock.base_url, tmp_path, "--har", str(har)) as proxy:
+    with live_mock() as mock, Proxy(mock.base_url, tmp_path, "--har", str(har), *FULL) as proxy:
         created = httpx.post(
             proxy.url + "/v1/webhook-subscriptions",
             headers=AUTH | {"Idempotency-Key": uuid.uuid4().hex},
@@ -200,11 +200,22 @@ def test_the_har_is_bounded_and_holds_no_secret(tmp_path: Path):
         )
         assert created.status_code < 500
         httpx.get(proxy.url + "/v1/capabilities", params={"api_key": "leak"}, headers=AUTH)
+        short = "shh" + uuid.uuid4().hex[:20]  # under 32 characters: a client finding
+        refused = httpx.post(
+            proxy.url + "/v1/webhook-subscriptions",
+            headers=AUTH | {"Idempotency-Key": uuid.uuid4().hex},
+            json={"url": "https://example.com/hook", "events": ["job.completed"], "secret": short},
+        )
+        assert refused.status_code == 400
     text = har.read_text()
     archive = json.loads(text)
     assert archive["log"]["version"] == "1.2"
-    assert len(archive["log"]["entries"]) == 2
+    assert len(archive["log"]["entries"]) == 3
     assert secret not in text and OWNER not in text and "leak" not in text
+    assert short not in text and short[:20] not in text
+    assert "FINDING client schema-negative createWebhookSubscription" in proxy.output
+    for kept in (proxy.output, proxy.report_path.read_text()):
+        assert short[:12] not in kept and secret[:12] not in kept and OWNER not in kept
     assert "Bearer ${API_KEY}" in text and "[redacted]" in text
     assert "most recent" in archive["log"]["comment"]
 
