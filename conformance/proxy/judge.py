@@ -45,6 +45,7 @@ from conformance.proxy.redact import (
     secret_values,
 )
 from conformance.proxy.sequences import (
+    CreatedReadable,
     CursorWalk,
     DeprecatedFields,
     IdempotentReplay,
@@ -90,6 +91,7 @@ class Judge:
             JobLife(contract),
             DeprecatedFields(self._deprecated),
             PaymentRequired(),
+            CreatedReadable(),
         ]
         self.operations: dict[str, OperationCounts] = {}
         self.index = 0
@@ -239,35 +241,49 @@ class Judge:
         return found
 
     def _stream(self, op: Operation, exchange: Exchange) -> list[Finding]:
-        """An ordered stream's ``nextAfter`` never goes back before the ``after`` sent
-        (``pagination-ordered-streams``)."""
+        """An ordered stream never goes backwards (``pagination-ordered-streams``): its
+        ``nextAfter`` is not before the ``after`` sent, and its items' ``sequence`` rise, each
+        above the ``after`` sent."""
         check = self.checks["pagination-ordered-streams"]
         if op.method != "GET" or op.parameter("after", "query") is None:
             return []
         sent = dict(parse_qsl(urlsplit(exchange.url).query)).get("after", "")
+        after = int(sent) if sent.isdigit() else None
         if op.operation_id not in self._streams:
             ctx = Context(self.session, check, CheckResult(check.name, check.family, ""))
             self._streams[op.operation_id] = _stream_pointer(ctx, op)
         pointer = self._streams[op.operation_id]
-        if pointer is None or not sent.isdigit():
+        if pointer is None:
             return []
-        node: Any = exchange.json()
+        body: Any = exchange.json()
+        node = body
         for part in pointer:
             node = node.get(part) if isinstance(node, dict) else None
-        if node is None:
+        problems = []
+        if node is not None and after is not None and (not isinstance(node, int) or node < after):
+            problems.append(f"nextAfter went from after={after} to {node!r}")
+        field_name = self.contract.held.items_field(op)
+        items = body.get(field_name) if isinstance(body, dict) and field_name else None
+        numbers = [i.get("sequence") for i in items or [] if isinstance(i, dict)]
+        numbers = [n for n in numbers if isinstance(n, int)]
+        floor = after if after is not None else 0
+        if any(b <= a for a, b in zip([floor, *numbers], numbers, strict=False)):
+            problems.append(f"the sequences read {numbers[:8]} after {floor}")
+        if node is None and not numbers:
             return []
-        found = []
-        if not isinstance(node, int) or node < int(sent):
-            found.append(
+        found = (
+            [
                 Finding.of(
                     check.name,
                     "deployment",
-                    f"nextAfter went from after={sent} to {node!r}: an ordered stream never "
-                    "goes backwards",
+                    f"{'; '.join(problems)}: an ordered stream never goes backwards",
                     exchange,
-                    self.contract.held.quote("#/components/schemas/CursorPage"),
+                    self.contract.held.quote(_pointer(op)) or "An ordered stream never goes back.",
                 )
-            )
+            ]
+            if problems
+            else []
+        )
         self._tally(check.name, found)
         return found
 
@@ -321,6 +337,12 @@ class Judge:
         result.passed += (1 if not failed else 0) if passed is None else passed
         result.requests += 1
         self.failed[name] += len(failed)
+
+
+def _pointer(op: Operation) -> str:
+    """The JSON Pointer of an operation in the contract (for quoting its description)."""
+    path = op.path.replace("~", "~0").replace("/", "~1")
+    return f"#/paths/{path}/{op.method.lower()}"
 
 
 def _prefix(contract: Contract) -> str:

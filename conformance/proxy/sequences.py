@@ -19,6 +19,8 @@ cursor or job, so that a proxy left running for days keeps a bounded memory.
 * :class:`DeprecatedFields` (``schema-deprecated-fields``): a deprecated response field is still
   returned wherever its replacement is (a render job's ``artifacts.video``, known as a render
   from the answer that started it);
+* :class:`CreatedReadable` (``schema-stateful``): what a create answered reads back by its
+  id (not 404) until its caller deletes it;
 * :class:`PaymentRequired` (``limits-payment-required``): the same request of the same caller
   refused with 402 stays refused until a top-up (``insufficient_credits``), and a top-up does
   not clear ``budget_capped``.
@@ -37,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from conformance.checks.jobs import RENDER, statuses
 from conformance.contract import Contract, Operation
@@ -427,6 +429,53 @@ class DeprecatedFields(SequenceJudge):
                 self.renders.put((seen.caller, job["id"]), True)
         judged, found = self.judge_one(op, seen.exchange, _Of(self.renders, seen.caller))
         return {"schema-deprecated-fields": found} if judged else {}
+
+
+class CreatedReadable(SequenceJudge):
+    """What a create answered can be read back by its id (``schema-stateful``: a link's
+    target exists), until the caller deletes it."""
+
+    checks = ("schema-stateful",)
+    QUOTE = "A link's target exists: the resource a create answered can be read by its id."
+
+    def __init__(self) -> None:
+        self.created: Bounded[tuple[str | None, str], str] = Bounded(KEYS_KEPT)
+
+    def world(self, change: str) -> None:
+        if change == RESET:
+            self.created.clear()
+
+    def see(self, seen: Observed) -> dict[str, list[Finding]]:
+        ex, op = seen.exchange, seen.operation
+        if op is None:
+            return {}
+        segments = [unquote(part) for part in ex.path.split("/") if part]
+        if ex.method == "POST" and seen.ok and (made := _resource(ex)) is not None:
+            self.created.put((seen.caller, made), op.operation_id)
+            return {}
+        if ex.method == "DELETE":
+            for segment in segments:
+                self.created.pop((seen.caller, segment), None)
+            return {}
+        if ex.method != "GET" or not op.path.endswith("}") or not segments:
+            return {}
+        by = self.created.get_fresh((seen.caller, segments[-1]))
+        if by is None or not (seen.ok or ex.status == 404):
+            return {}
+        found = (
+            []
+            if seen.ok
+            else [
+                Finding.of(
+                    "schema-stateful",
+                    "deployment",
+                    f"{segments[-1]}, which {by} answered, reads {ex.answered}",
+                    ex,
+                    self.QUOTE,
+                )
+            ]
+        )
+        return {"schema-stateful": found}
 
 
 @dataclass(frozen=True)
