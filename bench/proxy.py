@@ -2,18 +2,19 @@
 
     python bench/proxy.py [--seconds 10] [--rounds 3] [--requests 100000]
 
-One mock (``mockserver --clock manual --rate-limit 100000000``) as the upstream, and one
-``conformance proxy --upstream <mock> --profile full`` in front of it (a process of its own,
-judging everything it forwards, as in use):
+Each part puts one ``conformance proxy --upstream URL --profile full`` in front of an upstream
+(a process of its own, judging everything it forwards, as in use):
 
 1. **Latency added at p50**, at 100 requests a second over 50 concurrent keep-alive
    connections (an open loop: a request starts every 10 ms whatever the answers; httpx,
-   asyncio, 50 connections opened first). Each round sends ``--seconds`` of requests straight
-   to the mock, then the same through the proxy (GET /v1/capabilities and GET
-   /v1/projects?limit=5 in turn, as sk_test_acme_owner), so both sides see the same mock, the
-   same machine and the same moment; the p50 of each side over all rounds, and the difference.
-   Ceiling: 2 ms.
-2. **Memory over ``--requests`` requests** through the proxy: wrk (bench/mix.lua: lists, cursor
+   asyncio, 50 connections opened first). The upstream is bench/hello.py (uvicorn, a small
+   JSON answer to any path), so that what is measured is the proxy, not an upstream at its
+   limit. Each round sends ``--seconds`` of requests straight to it, then the same through the
+   proxy (GET /v1/capabilities and GET /v1/projects?limit=5 in turn, with a key: judged as
+   any exchange is), so both sides see the same machine at the same moment; the p50 of each
+   side over all rounds, and the difference. Ceiling: 2 ms.
+2. **Memory over ``--requests`` requests** through a proxy in front of the mock
+   (``mockserver --clock manual --rate-limit 100000000``): wrk (bench/mix.lua: lists, cursor
    pages, creates with fresh Idempotency-Keys, job reads; 32 connections) in runs of a few
    seconds until the count is reached; the proxy's RSS (VmRSS) after the first run and after
    the last. Its bound, by construction: the judge's queue (10,000 exchanges), the sequence
@@ -46,7 +47,8 @@ from wrkmix import (  # bench/wrkmix.py
     stop_server,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 RATE = 100  # requests a second
 CONNECTIONS = 50
 PATHS = ("/v1/capabilities", "/v1/projects?limit=5")
@@ -69,6 +71,26 @@ def start_proxy(upstream: str) -> tuple[subprocess.Popen[str], str, list[str]]:
             threading.Thread(target=output.extend, args=(process.stdout,), daemon=True).start()
             return process, f"http://127.0.0.1:{port}", output
     raise RuntimeError("the proxy did not start: " + "".join(output))
+
+
+def start_hello() -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "hello:app", "--app-dir", str(HERE)]
+    command += ["--port", str(port), "--log-level", "warning"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            httpx.get(url + "/")
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError("bench/hello.py did not start")
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(timeout=60)
 
 
 async def paced(base: str, seconds: float) -> list[float]:
@@ -133,14 +155,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=100_000)
     args = parser.parse_args()
+    hello, hello_url = start_hello()
+    process, proxy, output = start_proxy(hello_url)
+    try:
+        direct, through = latency(hello_url, proxy, args.seconds, args.rounds)
+    finally:
+        stop(process)
+        stop(hello)
     server = start_server([], [])
     process, proxy, output = start_proxy(server.base)
     try:
-        direct, through = latency(server.base, proxy, args.seconds, args.rounds)
         start, end, sent = memory(process.pid, proxy, args.requests)
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        stop(process)
         stop_server(server)
     added = through - direct
     growth = end - start
