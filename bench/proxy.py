@@ -16,11 +16,12 @@ Each part puts one ``conformance proxy --upstream URL --profile full`` in front 
 2. **Memory over ``--requests`` requests** through a proxy in front of the mock
    (``mockserver --clock manual --rate-limit 100000000``): wrk (bench/mix.lua: lists, cursor
    pages, creates with fresh Idempotency-Keys, job reads; 32 connections) in runs of a few
-   seconds until the count is reached; the proxy's RSS (VmRSS) after the first run and after
-   the last. Its bound, by construction: the judge's queue (10,000 exchanges), the sequence
-   judges' tables (10,000 keys/jobs/refusals each, 1,000 cursors of at most 1,000 ids), the
-   findings kept (1,000) and the HAR (not asked for here); the bench's ceiling is growth under
-   64 MiB from the first run to the last.
+   seconds until the count is reached; the proxy's RSS (VmRSS, the forwarding process and its
+   judge process together) after the first run and after the last. Its bound, by
+   construction: the judge's queues (10,000 exchanges each), the sequence judges' tables
+   (10,000 keys, jobs and refusals each; 1,000 cursors of at most 1,000 ids), the findings
+   kept (1,000) and the HAR (not asked for here); the bench's ceiling is growth under 64 MiB
+   from the first run to the last.
 
 The figures are printed as ratios and against their ceilings, last.
 """
@@ -41,6 +42,7 @@ from wrkmix import (  # bench/wrkmix.py
     OWNER,
     free_port,
     prepare,
+    process_tree,
     rss_bytes,
     run_wrk,
     start_server,
@@ -138,11 +140,16 @@ def memory(proxy_pid: int, proxy: str, requests: int) -> tuple[int, int, int]:
     while sent < requests:
         figures = run_wrk(proxy, 5, mix, [])
         sent += int(figures.get("requests", "0"))
-        rss = rss_bytes(proxy_pid)
+        rss = tree_rss(proxy_pid)
         first = rss if first is None else first
         print(f"{sent:>7} requests through the proxy: RSS {rss / 2**20:.1f} MiB", flush=True)
     assert first is not None
-    return first, rss_bytes(proxy_pid), sent
+    return first, tree_rss(proxy_pid), sent
+
+
+def tree_rss(pid: int) -> int:
+    """RSS of the proxy and its judge process (its child), together."""
+    return sum(rss_bytes(p) for p in process_tree(pid))
 
 
 def ms(seconds: float) -> str:

@@ -21,6 +21,8 @@ import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,13 +32,11 @@ from conformance.profiles import PROFILES
 from conformance.proxy.forward import Forwarder
 from conformance.proxy.har import BODY_CHARS, ENTRIES, HarRecorder
 from conformance.proxy.judge import Judge
+from conformance.proxy.process import JudgeProcess
 from conformance.proxy.report import write
-from conformance.proxy.session import FAIL_ON, ProxySession, Relay
+from conformance.proxy.session import FAIL_ON, ProxySession, Relay, stamp
 
 USAGE_ERROR = 2
-#: How long the judge thread may hold the interpreter before the forwarding loop gets it back
-#: (Python's default is 5 ms: a request arriving while an exchange is judged would wait that).
-SWITCH_INTERVAL = 0.0002
 PROXY_URL = "CONFORMANCE_PROXY_URL"
 DEFAULT_LISTEN = "127.0.0.1:8788"
 
@@ -98,9 +98,10 @@ def add_relay_options(parser: argparse.ArgumentParser) -> None:
     the relay (conformance/proxy/relay.py) is wired in."""
 
 
-def build_relays(args: argparse.Namespace, session: ProxySession) -> list[Relay]:
-    """The other sources of findings this session runs (the webhook relay, when its options
-    ask for it): each with ``findings``, ``start()`` and ``stop()``."""
+def build_relays(args: argparse.Namespace) -> list[Relay]:
+    """The other sources of findings the proxy runs beside it (the webhook relay, when its
+    options ask for it): each with ``findings``, ``start()`` and ``stop()``; started once the
+    proxy listens, stopped before the reports are written, their findings in the reports."""
     return []
 
 
@@ -127,41 +128,54 @@ def command_proxy(args: argparse.Namespace) -> int:
     command = list(args.command_line or [])
     if command[:1] == ["--"]:
         command = command[1:]
-    sys.setswitchinterval(SWITCH_INTERVAL)
-    judge = Judge(Contract(profile=args.profile), args.upstream)
-    session = ProxySession(judge, har=HarRecorder() if args.har else None)
-    session.relays = build_relays(args, session)
-    forwarder = Forwarder(args.upstream, session.seen, listen_path=path, timeout=args.timeout)
     try:
         sock = _bind(host, port)
     except OSError as exc:
         print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    started = time.monotonic()
+
+    def line(text: str) -> None:
+        print(f"[conformance proxy {stamp(started)}] {text}", flush=True)
+
+    contract = Contract(profile=args.profile)
+
+    def make_session() -> ProxySession:
+        judge = Judge(contract, args.upstream)
+        return ProxySession(judge, har=HarRecorder() if args.har else None, started=started)
+
+    def write_reports(session: ProxySession, code: int) -> None:
+        write(
+            session,
+            args.upstream,
+            report_json=args.report_json,
+            junit_xml=args.junit_xml,
+            report_html=args.report_html,
+            exit_code=code,
+        )
+        if args.har is not None and session.har is not None:
+            session.har.write(args.har)
+
+    judging = JudgeProcess(make_session, write_reports).start()  # forked before any thread
+    relays = build_relays(args)
+    forwarder = Forwarder(args.upstream, judging.seen, listen_path=path, timeout=args.timeout)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{path}"
     server = _serve(forwarder, sock)
-    session.start()
-    session.line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
-    status = _run(command, url, session) if command else _wait_for_signal(session)
+    for relay in relays:
+        relay.start()
+    line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
+    status = _run(command, url, line) if command else _wait_for_signal()
     server.should_exit = True
     server_thread = getattr(server, "thread", None)
     if server_thread is not None:
         server_thread.join(timeout=10)
-    session.stop()
-    failed = session.failed(args.fail_on)
-    code = status if status else (1 if failed else 0)
-    session.line(f"stopped: {session.summary()}; exit status {code}")
-    write(
-        session,
-        args.upstream,
-        report_json=args.report_json,
-        junit_xml=args.junit_xml,
-        report_html=args.report_html,
-        exit_code=code,
-    )
-    if args.har is not None and session.har is not None:
-        session.har.write(args.har)
+    for relay in relays:
+        relay.stop()
+    found = [finding for relay in relays for finding in relay.findings]
+    code, summary = judging.stop(status, args.fail_on, found)
+    line(f"stopped: {summary}; exit status {code}")
     return code
 
 
@@ -198,7 +212,7 @@ def _serve(app: Forwarder, sock: socket.socket) -> Any:
     return server
 
 
-def _wait_for_signal(session: ProxySession) -> int:
+def _wait_for_signal() -> int:
     stop = threading.Event()
 
     def handler(signum: int, frame: Any) -> None:
@@ -211,12 +225,12 @@ def _wait_for_signal(session: ProxySession) -> int:
     return 0
 
 
-def _run(command: list[str], url: str, session: ProxySession) -> int:
+def _run(command: list[str], url: str, line: Callable[[str], None]) -> int:
     env = dict(os.environ, **{PROXY_URL: url})
     try:
         child = subprocess.Popen(command, env=env)
     except OSError as exc:
-        session.line(f"could not run {command[0]}: {exc}")
+        line(f"could not run {command[0]}: {exc}")
         return 127
 
     def handler(signum: int, frame: Any) -> None:

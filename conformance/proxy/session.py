@@ -9,9 +9,10 @@ message [x-request-id ...]``), adds the exchange to the HAR archive, and keeps t
 A heartbeat prints a progress line, ``[conformance proxy MM:SS] ...`` in the style of
 conformance/progress.py, at most every :data:`HEARTBEAT_SECONDS` when something was judged.
 
-Other sources of findings (the webhook relay) join through :attr:`ProxySession.relays`: each
-is an object with ``findings`` (a list of :class:`~conformance.proxy.findings.Finding`), and
-``start()`` and ``stop()``, which the session calls as it starts and stops.
+Other sources of findings (the webhook relay, :class:`Relay`: ``findings``, ``start()``,
+``stop()``) run beside the proxy; their findings join the session's (:meth:`record`) before
+the reports are written. The session runs in the judge's own process (conformance/proxy/
+process.py).
 """
 
 from __future__ import annotations
@@ -52,19 +53,19 @@ class ProxySession:
         out: TextIO | None = None,
         har: HarRecorder | None = None,
         heartbeat: float = HEARTBEAT_SECONDS,
+        started: float | None = None,
     ) -> None:
         self.judge = judge
         self.out = out or sys.stdout
         self.har = har
         self.heartbeat = heartbeat
-        self.relays: list[Relay] = []
         self.findings: list[Finding] = []  # the first FINDINGS_KEPT
         self.counts: Counter[str] = Counter()  # side -> findings
         self.by_rule: Counter[tuple[str, str]] = Counter()  # (rule, side) -> findings
         self.exchanges = 0
         self.unjudged = 0  # queue full: forwarded, not judged
         self.started = time.time()
-        self._clock = time.monotonic()
+        self._clock = time.monotonic() if started is None else started
         self._queue: queue.Queue[Seen | None] = queue.Queue(QUEUE_SIZE)
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -76,21 +77,14 @@ class ProxySession:
     def start(self) -> ProxySession:
         self._worker.start()
         self._beat.start()
-        for relay in self.relays:
-            relay.start()
         return self
 
     def stop(self) -> None:
-        """Judge what is queued, then stop (the relays too)."""
-        for relay in self.relays:
-            relay.stop()
+        """Judge what is queued, then stop."""
         self._queue.put(None)
         self._worker.join()
         self._stopped.set()
         self._beat.join(timeout=5)
-        for relay in self.relays:
-            for finding in relay.findings:
-                self._record(finding)
 
     def seen(self, seen: Seen) -> None:
         """Called by the forwarder for each exchange: queued, never waited for."""
@@ -117,10 +111,11 @@ class ProxySession:
             if self.har is not None:
                 self.har.add(exchange, seen.started)
             for finding in findings:
-                self._record(finding)
+                self.record(finding)
                 self.print(finding.line())
 
-    def _record(self, finding: Finding) -> None:
+    def record(self, finding: Finding) -> None:
+        """Count a finding, and keep it for the reports (the first FINDINGS_KEPT)."""
         with self._lock:
             self.counts[finding.side] += 1
             self.by_rule[(finding.rule, finding.side)] += 1
@@ -140,15 +135,9 @@ class ProxySession:
     def print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def elapsed(self) -> str:
-        seconds = int(time.monotonic() - self._clock)
-        hours, rest = divmod(seconds, 3600)
-        minutes, seconds = divmod(rest, 60)
-        return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"
-
     def line(self, text: str) -> None:
         """A progress line, as conformance/progress.py writes them."""
-        self.print(f"[conformance proxy {self.elapsed()}] {text}")
+        self.print(f"[conformance proxy {stamp(self._clock)}] {text}")
 
     def summary(self) -> str:
         sides = ", ".join(f"{self.counts[side]} {side}" for side in SIDES)
@@ -161,3 +150,11 @@ class ProxySession:
             if self.exchanges != last:
                 last = self.exchanges
                 self.line(self.summary())
+
+
+def stamp(since: float) -> str:
+    """The time since ``since`` (monotonic) as progress lines show it: MM:SS, H:MM:SS."""
+    seconds = int(time.monotonic() - since)
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"
