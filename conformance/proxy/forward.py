@@ -65,6 +65,7 @@ class Seen:
     response_headers: list[tuple[str, str]]
     response_body: bytes  # as it came: still compressed when it was
     elapsed: float  # seconds from sending the request to the body's last byte
+    total: float = 0.0  # seconds from the request's arrival to the answer's last byte sent
     request_whole: bool = True
     response_whole: bool = True
     started: float = field(default_factory=time.time)  # epoch seconds
@@ -159,6 +160,7 @@ class Forwarder:
                 return
 
     async def _forward(self, scope: dict[str, Any], receive: Any, send: Any, url: str) -> None:
+        arrived = time.perf_counter()
         method = scope["method"]
         raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         named = _connection_names(scope["headers"])
@@ -216,6 +218,7 @@ class Forwarder:
                 ],
                 response_body=body.bytes(),
                 elapsed=time.perf_counter() - started,
+                total=time.perf_counter() - arrived,
                 request_whole=kept.whole,
                 response_whole=body.whole,
             )

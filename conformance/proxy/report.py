@@ -13,7 +13,9 @@ its exchange and a curl command. The JSON report is the proxy's own:
 * ``rules``: rule coverage: the stated rules (conformance/rules.yaml) the observed traffic
   judged, through the checks that judged at least once;
 * ``checks``: per check, its judgements and its deployment findings;
-* ``operations``: per operationId, its exchanges and findings by side.
+* ``operations``: per operationId, its exchanges and findings by side;
+* ``addedLatency``: what forwarding added to the upstream's own time (p50, p99), measured
+  inside the proxy over its latest exchanges.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ def to_dict(session: ProxySession, upstream: str, exit_code: int | None = None) 
         "started": datetime.fromtimestamp(session.started, UTC).isoformat(),
         "durationSeconds": round(datetime.now(UTC).timestamp() - session.started, 3),
         "exchanges": session.exchanges,
+        "addedLatency": session.added_latency(),
         "judged": judge.judged,
         "notJudged": dict(judge.not_judged)
         | ({"the judge fell behind (queue full)": session.unjudged} if session.unjudged else {}),

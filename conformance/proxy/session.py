@@ -21,7 +21,7 @@ import queue
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, Protocol, TextIO
 
 from conformance.proxy.findings import SIDES, Finding
@@ -33,6 +33,7 @@ QUEUE_SIZE = 10_000  # exchanges waiting for the judge
 FINDINGS_KEPT = 1_000  # findings kept with their exchanges for the reports
 HEARTBEAT_SECONDS = 25.0
 FAIL_ON = ("any", "client", "deployment", "none")
+ADDED_KEPT = 10_000  # the latest exchanges whose added latency is kept (for its percentiles)
 
 
 class Relay(Protocol):
@@ -63,6 +64,7 @@ class ProxySession:
         self.counts: Counter[str] = Counter()  # side -> findings
         self.by_rule: Counter[tuple[str, str]] = Counter()  # (rule, side) -> findings
         self.exchanges = 0
+        self.added: deque[float] = deque(maxlen=ADDED_KEPT)  # seconds the proxy added, latest
         self.unjudged = 0  # queue full: forwarded, not judged
         self.started = time.time()
         self._clock = time.monotonic() if started is None else started
@@ -108,6 +110,8 @@ class ProxySession:
                 continue
             with self._lock:
                 self.exchanges += 1
+                if seen.total:
+                    self.added.append(max(0.0, seen.total - seen.elapsed))
             if self.har is not None:
                 self.har.add(exchange, seen.started)
             for finding in findings:
@@ -138,6 +142,18 @@ class ProxySession:
     def line(self, text: str) -> None:
         """A progress line, as conformance/progress.py writes them."""
         self.print(f"[conformance proxy {stamp(self._clock)}] {text}")
+
+    def added_latency(self) -> dict[str, float | int]:
+        """What forwarding added to the upstream's time (the request read, the answer passed
+        on), over the latest exchanges: p50 and p99 in milliseconds."""
+        times = sorted(self.added)
+        if not times:
+            return {"exchanges": 0}
+        return {
+            "exchanges": len(times),
+            "p50Ms": round(times[len(times) // 2] * 1000, 3),
+            "p99Ms": round(times[min(len(times) - 1, int(len(times) * 0.99))] * 1000, 3),
+        }
 
     def summary(self) -> str:
         sides = ", ".join(f"{self.counts[side]} {side}" for side in SIDES)
