@@ -128,11 +128,6 @@ def command_proxy(args: argparse.Namespace) -> int:
     command = list(args.command_line or [])
     if command[:1] == ["--"]:
         command = command[1:]
-    try:
-        sock = _bind(host, port)
-    except OSError as exc:
-        print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
-        return USAGE_ERROR
     started = time.monotonic()
 
     def line(text: str) -> None:
@@ -157,6 +152,12 @@ def command_proxy(args: argparse.Namespace) -> int:
             session.har.write(args.har)
 
     judging = JudgeProcess(make_session, write_reports).start()  # forked before any thread
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        judging.process.kill()
+        print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     relays = build_relays(args)
     forwarder = Forwarder(args.upstream, judging.seen, listen_path=path, timeout=args.timeout)
     bound = sock.getsockname()[1]
@@ -185,7 +186,6 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)
-    sock.set_inheritable(True)
     return sock
 
 
