@@ -6,6 +6,9 @@ the sequences); in the forwarding process it would hold the interpreter while re
 :class:`~conformance.proxy.session.ProxySession`: the forwarder hands each exchange to
 :meth:`JudgeProcess.seen`, which queues it for the child without waiting (at most
 :data:`QUEUE_SIZE` in flight; beyond, the exchange is forwarded but not judged, and counted).
+The child runs at a lower scheduling priority (:data:`JUDGE_NICENESS`): on a busy machine
+forwarding gets the CPU first and judging what is left, falling behind (and, past the queue,
+dropping exchanges, counted) rather than slowing the traffic down.
 The child prints the findings as they happen and the progress lines, and on :meth:`stop`
 judges what is queued, adds the findings the parent's other sources (the webhook relay) made,
 writes the reports and answers the exit status and its summary line.
@@ -13,7 +16,9 @@ writes the reports and answers the exit status and its summary line.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import os
 import queue
 import signal
 import sys
@@ -25,6 +30,7 @@ from conformance.proxy.forward import Seen
 from conformance.proxy.session import ProxySession
 
 QUEUE_SIZE = 10_000  # exchanges on their way to the judge
+JUDGE_NICENESS = 10  # the judge's scheduling priority below the forwarder's (os.nice)
 
 
 class JudgeProcess:
@@ -63,6 +69,8 @@ class JudgeProcess:
     def _run(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.nice(JUDGE_NICENESS)  # forwarding first: judging takes the CPU it leaves
         session = self.make_session().start()
         while True:
             item = self.queue.get()
