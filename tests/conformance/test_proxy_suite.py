@@ -38,8 +38,8 @@ FOUND_BY = {
     "malformed-key-answers-400": "schema-responses",
     "unknown-key-answers-404": "schema-responses",
     "server-error-on-film-format": "schema-server-errors",
-    "offset-wins-over-cursor": "pagination-walk",
-    "job-events-out-of-order": "pagination-ordered-streams",  # events not in sequence order  # the offset's page repeats the walk's records
+    "offset-wins-over-cursor": "pagination-walk",  # the offset's page repeats the walk's records
+    "job-events-out-of-order": "pagination-ordered-streams",  # events not in sequence order
 }
 
 _STATE = (
