@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rules_parser.add_argument("--check", metavar="CHECK", help="only the rules CHECK judges")
 
+    from conformance.proxy.cli import add_proxy_parser
+
+    add_proxy_parser(commands)
+
     verify_parser = commands.add_parser(
         "verify-signature", help="verify one webhook delivery offline"
     )
@@ -465,6 +469,10 @@ def main(argv: list[str] | None = None) -> None:
         status = command_list_checks()
     elif args.command == "rules":
         status = command_rules(args)
+    elif args.command == "proxy":
+        from conformance.proxy.cli import command_proxy
+
+        status = command_proxy(args)
     else:
         status = command_verify_signature(args)
     raise SystemExit(status)
