@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 
 from conformance.contract import Contract
 from conformance.profiles import PROFILES
+from conformance.proxy import relay
+from conformance.proxy.findings import Finding
 from conformance.proxy.forward import Forwarder
 from conformance.proxy.har import BODY_CHARS, ENTRIES, HarRecorder
 from conformance.proxy.judge import Judge
@@ -94,15 +96,33 @@ def add_proxy_parser(commands: Any) -> argparse.ArgumentParser:
 
 
 def add_relay_options(parser: argparse.ArgumentParser) -> None:
-    """The webhook relay's options (--relay-to, --relay-listen, --webhook-secret): added where
-    the relay (conformance/proxy/relay.py) is wired in."""
+    """The webhook relay's options (conformance/proxy/relay.py): ``--relay-to`` opens it."""
+    relay.add_arguments(
+        parser.add_argument_group("webhooks relayed and judged (like stripe listen)"),
+        required=False,
+    )
 
 
 def build_relays(args: argparse.Namespace) -> list[Relay]:
-    """The other sources of findings the proxy runs beside it (the webhook relay, when its
-    options ask for it): each with ``findings``, ``start()`` and ``stop()``; started once the
-    proxy listens, stopped before the reports are written, their findings in the reports."""
-    return []
+    """The other sources of findings the proxy runs beside it (the webhook relay, when
+    ``--relay-to`` asks for it): each with ``findings``, ``start()`` and ``stop()``; started once
+    the proxy listens, stopped before the reports are written, their findings in the reports
+    (printed here as they happen, each one line)."""
+    if not args.relay_to:
+        return []
+
+    def printed(finding: Finding) -> None:
+        print(finding.line(), flush=True)
+
+    return [
+        relay.Relay(
+            args.relay_to,
+            relay.secrets_of(args),
+            args.relay_listen,
+            profile=args.profile,
+            on_finding=printed,
+        )
+    ]
 
 
 def parse_listen(text: str) -> tuple[str, int, str]:
@@ -158,23 +178,35 @@ def command_proxy(args: argparse.Namespace) -> int:
         judging.process.kill()
         print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    relays = build_relays(args)
+    try:
+        relays = build_relays(args)
+    except ValueError as exc:
+        judging.process.kill()
+        print(f"conformance proxy: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        for each in relays:
+            each.start()
+            line(f"relaying webhooks: deliveries to {each.url} are judged and forwarded to "
+                 f"{args.relay_to}")  # fmt: skip
+    except RuntimeError as exc:
+        judging.process.kill()
+        print(f"conformance proxy: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     forwarder = Forwarder(args.upstream, judging.seen, listen_path=path, timeout=args.timeout)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{path}"
     server = _serve(forwarder, sock)
-    for relay in relays:
-        relay.start()
     line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
     status = _run(command, url, line) if command else _wait_for_signal()
     server.should_exit = True
     server_thread = getattr(server, "thread", None)
     if server_thread is not None:
         server_thread.join(timeout=10)
-    for relay in relays:
-        relay.stop()
-    found = [finding for relay in relays for finding in relay.findings]
+    for each in relays:
+        each.stop()
+    found = [finding for each in relays for finding in each.findings]
     code, summary = judging.stop(status, args.fail_on, found)
     line(f"stopped: {summary}; exit status {code}")
     return code

@@ -322,14 +322,16 @@ def _below(base: str, path: str, query: bytes) -> str:
 # -- standalone --------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m conformance.proxy.relay",
-        description="Receive a deployment's webhook deliveries, judge each by the contract and "
-        "the interface document's rules, and forward it to your endpoint, passing its answer "
-        "back.",
+def add_arguments(parser: Any, *, required: bool) -> None:
+    """The relay's options (``--relay-to``, ``--relay-listen``, ``--webhook-secret``): the
+    standalone relay's, and ``conformance proxy``'s (where ``--relay-to`` is optional)."""
+    parser.add_argument(
+        "--relay-to",
+        required=required,
+        metavar="URL",
+        help="your webhook endpoint: deliveries are judged and forwarded there"
+        + ("" if required else " (opens the relay)"),
     )
-    parser.add_argument("--relay-to", required=True, metavar="URL", help="your endpoint")
     parser.add_argument(
         "--relay-listen",
         default="127.0.0.1:8787",
@@ -344,6 +346,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="a signing secret (repeatable: a delivery signed with any is good); also read "
         f"from ${SECRET_ENV}; without one, signatures are not judged",
     )
+
+
+def secrets_of(args: argparse.Namespace) -> list[str]:
+    """The secrets given (``--webhook-secret``), and the one in ``$CONFORMANCE_WEBHOOK_SECRET``."""
+    secrets = list(args.webhook_secret)
+    if os.environ.get(SECRET_ENV):
+        secrets.append(os.environ[SECRET_ENV])
+    return secrets
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.proxy.relay",
+        description="Receive a deployment's webhook deliveries, judge each by the contract and "
+        "the interface document's rules, and forward it to your endpoint, passing its answer "
+        "back.",
+    )
+    add_arguments(parser, required=True)
     parser.add_argument(
         "--profile",
         choices=PROFILES,
@@ -369,9 +389,7 @@ def summary_line(summary: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    secrets = list(args.webhook_secret)
-    if os.environ.get(SECRET_ENV):
-        secrets.append(os.environ[SECRET_ENV])
+    secrets = secrets_of(args)
     done = threading.Event()
 
     def finding(f: Finding) -> None:

@@ -29,6 +29,7 @@ from conformance.proxy.relay import Relay
 from conformance.proxy.relay import main as relay_main
 from conformance.proxy.relay_rules import CALLBACK_RULE, SUBSCRIPTION_RULE
 from conformance.signatures import expected_signature
+from tests.conformance.proxying import Proxy
 from tests.conformance.support import OWNER, free_port, live_mock
 from tests.support.serve import Served
 
@@ -569,3 +570,33 @@ def test_the_standalone_relay_prints_each_finding_and_a_summary_and_exits_1(
     assert lines[-1].startswith("relay: 2 deliveries") and "1 finding(s)" in lines[-1]
     assert "signature ok" in err and "signature BAD" in err
     assert SECRET not in out + err + started and OTHER_SECRET not in out + err + started
+
+
+# -- inside conformance proxy ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("secret", [SECRET, OTHER_SECRET], ids=["its-secret", "another-secret"])
+def test_conformance_proxy_relays_with_its_relay_options(
+    tmp_path: Path, integrator: tuple[Integrator, str], secret: str
+) -> None:
+    """``conformance proxy --relay-to ... --relay-listen ... --webhook-secret ...``: the mock's
+    deliveries reach the integrator through the proxy's relay; under another secret each is a
+    signature finding, printed as it happens and in the proxy's JSON report, and exits 1."""
+    app, endpoint = integrator
+    listen = f"127.0.0.1:{free_port()}"
+    options = ("--relay-to", endpoint, "--relay-listen", listen, "--webhook-secret", secret)
+    with live_mock() as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
+        with Proxy(server.base_url, tmp_path, *options) as proxy:
+            subscribe(http, f"http://{listen}/hooks")
+            control(http, "POST", "/events/trigger", {"event": "job.completed"})
+            flush(http)
+        assert len(app.received) >= 1 and app.received[0]["path"] == "/integrator/hooks"
+    assert f"relaying webhooks: deliveries to http://{listen}" in proxy.output
+    report = proxy.report
+    relayed = [f for f in report["findings"] if f["rule"] == SUBSCRIPTION_RULE]
+    if secret == SECRET:
+        assert proxy.status == 0 and relayed == [], proxy.output
+        return
+    assert proxy.status == 1 and relayed and all(f["side"] == "deployment" for f in relayed)
+    assert f"FINDING deployment {SUBSCRIPTION_RULE}" in proxy.output
+    assert secret not in proxy.output and secret not in json.dumps(report)
