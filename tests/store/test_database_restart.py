@@ -27,7 +27,6 @@ from tests.store.process import running
 from tests.store.test_durable import clients, retrying_delivery
 from tests.support.postgres import Cluster, restartable_server
 
-FOOTAGE = ["https://videos.example.com/cooking/perfect-rice"]
 AUTH = {"Authorization": "Bearer sk_test_acme_owner"}
 Refused = tuple[str, str, dict, int, str]  # path, Idempotency-Key, body, status, text
 
