@@ -130,10 +130,10 @@ def all_checks() -> list[Check]:
     families = {family: i for i, family in enumerate(FAMILIES)}
     registered = {name: i for i, name in enumerate(REGISTRY)}
 
-    def order(check: Check) -> tuple[int, bool, str, int]:
-        module = (check.run or check.observe or check.prepare).__module__  # type: ignore[union-attr]
-        own = getattr(sys.modules[module], "FAMILY", None) == check.family
-        return families[check.family], not own, module, registered[check.name]
+    def order(c: Check) -> tuple[int, bool, str, int]:
+        module = getattr(c.run or c.observe, "__module__", __name__)
+        own = getattr(sys.modules[module], "FAMILY", None) == c.family
+        return families[c.family], not own, module, registered[c.name]
 
     return sorted(REGISTRY.values(), key=order)
 

@@ -25,7 +25,7 @@ from functools import partial
 
 from conformance.checks import check
 from conformance.checks.idempotency import NO_PAID_CALL, first_success, replayable
-from conformance.checks.steps import balance
+from conformance.checks.steps import NO_BALANCE, balance
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
@@ -208,7 +208,7 @@ def _all_billed(ctx: Context, op: Operation, prepared: Prepared) -> bool:
     ctx.target.require(AT_ONCE + 2)
     before = balance(ctx)
     if before is None:
-        raise Skip("GET /v1/capabilities does not answer a balance")
+        raise Skip(NO_BALANCE)
     keyed = [prepared] + [_keyed(prepared, ctx.new_key()) for _ in range(AT_ONCE - 1)]
     answers = _at_once(ctx, op, keyed)
     successes = [a for a in answers if a.ok]

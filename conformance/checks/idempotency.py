@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks import check
-from conformance.checks.steps import balance
+from conformance.checks.steps import NO_BALANCE, balance
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
@@ -147,7 +147,7 @@ def replay(ctx: Context) -> None:
 def single_charge(ctx: Context) -> None:
     start = balance(ctx)
     if start is None:
-        raise Skip("GET /v1/capabilities does not answer a balance")
+        raise Skip(NO_BALANCE)
     mark, paid = ctx.target.count, replayable(ctx, paid=True)
     found = first_success(ctx, paid)
     if found is None:

@@ -130,7 +130,7 @@ def capability_unavailable(ctx: Context) -> None:
     control = ctx.require_control()
     op, prepared = _working_paid_call(ctx)
     capabilities = ctx.request("GET", "/v1/capabilities", operation_id="getCapabilities").json()
-    names = [c.get("name") for c in (capabilities or {}).get("capabilities", []) if "name" in c]
+    names = list(steps.listed(capabilities))
     if not names:
         raise Skip("GET /v1/capabilities lists no capabilities")
     quote = ctx.held.quote("#/components/responses/ServiceUnavailable")

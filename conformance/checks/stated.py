@@ -22,7 +22,7 @@ from conformance.checks import check, prepares
 from conformance.checks.idempotency import first_success, resource_id
 from conformance.checks.jobs import MOCK_HOURS, until_terminal
 from conformance.checks.jobs import statuses as job_statuses
-from conformance.checks.steps import balance
+from conformance.checks.steps import NO_BALANCE, balance
 from conformance.checks.webhooks import _callback_operations, _receiver_needed, _subscribe, drive
 from conformance.contract import Operation
 from conformance.mockprocess import FixtureKey, fixture_keys
@@ -130,7 +130,7 @@ def capabilities_free(ctx: Context) -> None:
     quote = _quote(ctx, "#/paths/~1v1~1capabilities/get", Q_CAPABILITIES)
     seen = [balance(ctx)]  # back to back: nothing else of this run is sent in between
     if seen[0] is None:
-        raise Skip("GET /v1/capabilities does not answer a balance")
+        raise Skip(NO_BALANCE)
     for _ in range(READS):
         seen.append(balance(ctx))
     read = [b for b in seen if b is not None]
@@ -248,7 +248,7 @@ def unowned_project(ctx: Context) -> None:
     )
     after = balance(ctx)
     if before is None or after is None:
-        ctx.skip("GET /v1/capabilities does not answer a balance")
+        ctx.skip(NO_BALANCE)
     else:
         ctx.expect(
             after == before,
