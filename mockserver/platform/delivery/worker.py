@@ -24,6 +24,7 @@ import ipaddress
 import logging
 import secrets
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,23 @@ def jitter(event_id: str, attempt: int, ratio: float) -> float:
 
 
 TICK = 1.0  # seconds between two looks of the delivery loop at a real clock or a shared store
+
+
+@dataclass
+class Attempt:
+    """One attempt of a delivery, as it was made: what it was signed with and what came back
+    (a status, or an error; ``permanent`` when it must not be tried again)."""
+
+    number: int
+    sent_at: datetime
+    status: int | None = None
+    error: str | None = None
+    retry_after: int | None = None
+    permanent: bool = False
+    latency: float = 0.0  # ms
+    signed: dict[str, str | None] = field(
+        default_factory=lambda: {"signature": None, "timestamp": None, "bodySha256": None}
+    )
 
 
 class DeliveryWorker:
@@ -226,47 +244,15 @@ class DeliveryWorker:
         return record
 
     async def _attempt(self, delivery_id: str, token: str) -> None:
-        import httpx  # here, not at start-up: only deliveries need it (~45 ms to import)
-
+        """One attempt of a claimed delivery: sent, and its result written while the claim
+        still holds it (not after a reset, a restore or another process's takeover)."""
         rt = self.rt
         rt.catch_up()
         record = retrying_sync(rt, lambda: self._live_or_cancel(delivery_id, token))
         if record is None:
             return
-        number = len(record["attempts"]) + 1
-        sent_at = rt.clock.now()
-        started = time.perf_counter()
-        status: int | None = None
-        error: str | None = None
-        retry_after: int | None = None
-        permanent = False
-        signed: dict[str, str | None] = {"signature": None, "timestamp": None, "bodySha256": None}
-        try:
-            secret = rt.secrets.open(record["secret"])
-            if secret is None:
-                raise PermissionError(
-                    "the signing secret cannot be opened (snapshot from another data key)"
-                )
-            body, headers = rt.seams.delivery_message(record, secret, sent_at, number)
-            signed = {
-                "signature": headers.get("X-Service-Signature"),
-                "timestamp": headers.get("X-Service-Timestamp"),
-                "bodySha256": hashlib.sha256(body).hexdigest(),
-            }
-            status, retry_after = await self._send(record, body, headers)
-        except urlpolicy.UrlRefused as refused:
-            error, permanent = f"refused at delivery: {refused.message}", True
-        except PermissionError as exc:
-            error, permanent = str(exc), True
-        except httpx.TimeoutException:
-            error = "timeout"
-        except httpx.HTTPError as exc:
-            error = f"network error: {type(exc).__name__}: {exc}"
-        except Exception as exc:  # a receiver must never break the mock
-            log.exception("delivery attempt failed unexpectedly")
-            error = f"network error: {type(exc).__name__}"
-        latency = round((time.perf_counter() - started) * 1000, 1)
-        outcome = self._outcome(status, permanent)
+        attempt = Attempt(number=len(record["attempts"]) + 1, sent_at=rt.clock.now())
+        await self._make(record, attempt)
         rt.catch_up()
 
         def record_result() -> None:
@@ -274,19 +260,43 @@ class DeliveryWorker:
             if current is not None:
                 with rt.transaction():
                     del current["_claim"]
-                    self._record(
-                        current,
-                        number,
-                        sent_at,
-                        status,
-                        error,
-                        latency,
-                        outcome,
-                        retry_after,
-                        signed,
-                    )
+                    self._record(current, attempt)
 
         retrying_sync(rt, record_result)
+
+    async def _make(self, record: dict[str, Any], attempt: Attempt) -> None:
+        """Sign and send one attempt, and note on ``attempt`` what came of it (never raises:
+        a receiver must never break the mock)."""
+        import httpx  # here, not at start-up: only deliveries need it (~45 ms to import)
+
+        started = time.perf_counter()
+        try:
+            secret = self.rt.secrets.open(record["secret"])
+            if secret is None:
+                raise PermissionError(
+                    "the signing secret cannot be opened (snapshot from another data key)"
+                )
+            body, headers = self.rt.seams.delivery_message(
+                record, secret, attempt.sent_at, attempt.number
+            )
+            attempt.signed = {
+                "signature": headers.get("X-Service-Signature"),
+                "timestamp": headers.get("X-Service-Timestamp"),
+                "bodySha256": hashlib.sha256(body).hexdigest(),
+            }
+            attempt.status, attempt.retry_after = await self._send(record, body, headers)
+        except urlpolicy.UrlRefused as refused:
+            attempt.error, attempt.permanent = f"refused at delivery: {refused.message}", True
+        except PermissionError as exc:
+            attempt.error, attempt.permanent = str(exc), True
+        except httpx.TimeoutException:
+            attempt.error = "timeout"
+        except httpx.HTTPError as exc:
+            attempt.error = f"network error: {type(exc).__name__}: {exc}"
+        except Exception as exc:
+            log.exception("delivery attempt failed unexpectedly")
+            attempt.error = f"network error: {type(exc).__name__}"
+        attempt.latency = round((time.perf_counter() - started) * 1000, 1)
 
     def _live_or_cancel(self, delivery_id: str, token: str) -> dict[str, Any] | None:
         """A copy of the claimed delivery to send (the world may move on meanwhile), or None
@@ -302,39 +312,28 @@ class DeliveryWorker:
         copied: dict[str, Any] = plain(record)
         return copied
 
-    def _record(
-        self,
-        record: dict[str, Any],
-        number: int,
-        sent_at: datetime,
-        status: int | None,
-        error: str | None,
-        latency: float,
-        outcome: str,
-        retry_after: int | None,
-        signed: dict[str, str | None],
-    ) -> None:
+    def _record(self, record: dict[str, Any], attempt: Attempt) -> None:
         """Write one attempt's result (in a transaction of its own), with the signature,
         timestamp and body digest it was sent with (None when it was never signed)."""
-        rt = self.rt
+        outcome = self._outcome(attempt.status, attempt.permanent)
         record["attempts"].append(
             {
-                "attempt": number,
-                "at": iso_z(sent_at),
-                "status": status,
-                "error": error,
-                "latencyMs": latency,
+                "attempt": attempt.number,
+                "at": iso_z(attempt.sent_at),
+                "status": attempt.status,
+                "error": attempt.error,
+                "latencyMs": attempt.latency,
                 "outcome": outcome,
-                "signed": signed,
+                "signed": attempt.signed,
             }
         )
         if outcome == "delivered":
             record["state"], record["nextAttemptAt"] = "delivered", None
-        elif outcome == "permanent" or number >= int(self.policy["attempts"]):
+        elif outcome == "permanent" or attempt.number >= int(self.policy["attempts"]):
             record["state"], record["nextAttemptAt"] = "failed", None
         else:
-            record["nextAttemptAt"] = rt.clock.now().timestamp() + self._delay(
-                record, number, retry_after
+            record["nextAttemptAt"] = self.rt.clock.now().timestamp() + self._delay(
+                record, attempt.number, attempt.retry_after
             )
 
     def _target_live(self, record: dict[str, Any]) -> bool:
