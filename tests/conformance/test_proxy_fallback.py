@@ -7,6 +7,7 @@ twice, and without the option nothing falls back."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import uuid
@@ -18,13 +19,16 @@ from jsonschema import Draft202012Validator
 
 from conformance.contract import bundled_document
 from conformance.target import MAX_KEPT_BODY
+from mockserver.app import create_app
+from mockserver.resources import default_fixtures_path
 from mockserver.settings import Settings
 from tests.conformance.proxying import ROOT, Proxy, _env
 from tests.conformance.support import OWNER
-from tests.defects import create_app
 from tests.support.serve import Served
 
-AUTH = {"Authorization": f"Bearer {OWNER}"}
+#: The deployment's keys are not the bundled mock's: the fallback must act with its sandbox's.
+DEPLOYMENT_KEY = OWNER.replace("sk_test_", "sk_deploy_")
+AUTH = {"Authorization": f"Bearer {DEPLOYMENT_KEY}"}
 SERVED_BY = "x-served-by"  # on every answer the deployment itself gave
 NOT_FOUND = b'{"detail":"Not Found"}'
 #: The routes the deployment does not have yet: (method, path) -> (status, type, body).
@@ -40,9 +44,13 @@ class Unfinished:
     """A deployment still being built: the bundled mock, less the :data:`MISSING` routes (whose
     request bodies it reads whole, keeping their sizes in ``received``)."""
 
-    def __init__(self, defects: tuple[str, ...] = ()) -> None:
-        settings = Settings(clock="manual", seed=7, allow_private_callbacks=True)
-        self.app = create_app(settings, list(defects))
+    def __init__(self, folder: Path) -> None:
+        bundled = default_fixtures_path()
+        fixtures = shutil.copytree(bundled.parent, folder / "fixtures") / bundled.name
+        text = fixtures.read_text(encoding="utf-8")
+        fixtures.write_text(text.replace("sk_test_", "sk_deploy_"), encoding="utf-8")
+        settings = Settings(fixtures=fixtures, clock="manual", seed=7, allow_private_callbacks=True)
+        self.app = create_app(settings)
         self.received: list[int] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -103,7 +111,7 @@ def valid(answer: httpx.Response, path: str, method: str) -> bool:
 
 
 def test_the_operations_a_deployment_lacks_are_answered_by_the_bundled_mock(tmp_path: Path):
-    deployment = Unfinished()
+    deployment = Unfinished(tmp_path)
     html, junit = tmp_path / "proxy.html", tmp_path / "proxy.xml"
     reports = ("--report-html", str(html), "--junit-xml", str(junit))
     with (
@@ -138,6 +146,8 @@ def test_the_operations_a_deployment_lacks_are_answered_by_the_bundled_mock(tmp_
     sizes = [len(httpx.Request("POST", "/", json=body).content) for body in (PROJECT, SUBSCRIPTION)]
     assert deployment.received == [0, sizes[0], 0, sizes[1]]  # /health, then what it lacks
     assert proxy.status == 0, proxy.output  # no finding: --fail-on any
+    assert "answered by the bundled mock at http://127.0.0.1:" in proxy.output
+    assert ", sandbox sbx_" in proxy.output  # a sandbox of its own
     lines = proxy.output.splitlines()
     said = "answered by the bundled mock (upstream said"
     assert f"fallback: createProject {said} 404 for the route)" in lines
@@ -168,7 +178,7 @@ def test_the_operations_a_deployment_lacks_are_answered_by_the_bundled_mock(tmp_
 
 
 def test_a_body_longer_than_the_proxy_keeps_is_not_sent_again(tmp_path: Path):
-    deployment = Unfinished()
+    deployment = Unfinished(tmp_path)
     big = json.dumps({"title": "x" * (MAX_KEPT_BODY + 10)}).encode()
     with (
         served(deployment) as upstream,
@@ -194,7 +204,7 @@ def test_a_body_longer_than_the_proxy_keeps_is_not_sent_again(tmp_path: Path):
 
 def test_without_the_option_nothing_falls_back(tmp_path: Path):
     with (
-        served(Unfinished()) as upstream,
+        served(Unfinished(tmp_path)) as upstream,
         Proxy(upstream.base_url, tmp_path, "--fail-on", "none") as proxy,
         httpx.Client(base_url=proxy.url, headers=AUTH, timeout=60) as client,
     ):
@@ -229,7 +239,7 @@ def test_a_broken_rule_in_the_mocks_answer_is_the_mocks_not_the_deployments(tmp_
         f"r = httpx.post(url + '/v1/projects', headers={AUTH!r}, json={{'title': 'Demo'}}); "
         "assert r.status_code == 400 and 'x-request-id' not in r.headers, r"
     )  # no Idempotency-Key: the client's mistake, refused by the (broken) mock
-    with served(Unfinished()) as upstream:
+    with served(Unfinished(tmp_path)) as upstream:
         done = subprocess.run(
             [sys.executable, "-c", BROKEN_MOCK, "proxy", "--upstream", upstream.base_url,
              "--listen", "127.0.0.1:0", "--report-json", str(report_path), "--fallback-mock",
