@@ -212,8 +212,9 @@ class Forwarder:
             await _plain(send, 502, f"conformance proxy: the upstream did not answer: {exc!r}\n")
             return
         if self.fallback is not None and response.status_code in self.fallback.statuses:
-            seen = Seen(method, url, raw, kept.bytes(), response.status_code, [], b"", 0.0)
-            seen.request_whole = kept.whole
+            seen = Seen(method=method, url=url, request_headers=raw, request_body=kept.bytes(),
+                        status=response.status_code, response_headers=[], response_body=b"",
+                        elapsed=0.0, request_whole=kept.whole)  # fmt: skip
             if await self.fallback(seen, response, send):
                 self.on_seen(seen)
                 return

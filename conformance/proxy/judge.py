@@ -141,6 +141,8 @@ class Judge:
     def judge(self, seen: Seen) -> tuple[Exchange, list[Finding]]:
         exchange = self.exchange(seen)
         path = exchange.path
+        mark = seen.fallback
+        self._mocked = mark is not None and mark.answered
         if not (path == self.prefix or path.startswith(self.prefix + "/")):
             change = world_change(seen.method, path_below(seen.url, self.base_path))
             if change is not None:
@@ -149,8 +151,6 @@ class Judge:
             self.not_judged["outside the contract's paths"] += 1
             return exchange, []
         self.judged += 1
-        mark = seen.fallback
-        self._mocked = mark is not None and mark.answered
         if mark is not None and mark.answered:
             self.fallbacks[(mark.operation_id, mark.upstream_status)] += 1
             self.fell_back += 1
