@@ -112,8 +112,8 @@ def valid(answer: httpx.Response, path: str, method: str) -> bool:
 
 def test_the_operations_a_deployment_lacks_are_answered_by_the_bundled_mock(tmp_path: Path):
     deployment = Unfinished(tmp_path)
-    html, junit = tmp_path / "proxy.html", tmp_path / "proxy.xml"
-    reports = ("--report-html", str(html), "--junit-xml", str(junit))
+    html, junit, har = tmp_path / "proxy.html", tmp_path / "proxy.xml", tmp_path / "proxy.har"
+    reports = ("--report-html", str(html), "--junit-xml", str(junit), "--har", str(har))
     with (
         served(deployment) as upstream,
         Proxy(upstream.base_url, tmp_path, "--fallback-mock", *reports) as proxy,
@@ -172,6 +172,10 @@ def test_the_operations_a_deployment_lacks_are_answered_by_the_bundled_mock(tmp_
     assert operations["createProject"] == operations["getUsage"] == fell_back
     assert operations["getJob"] == {"exchanges": 1, "client": 0, "deployment": 0}
     assert operations["getWebhookSubscription"] == {"exchanges": 1, "client": 0, "deployment": 0}
+    comments = [entry["comment"] for entry in json.loads(har.read_text())["log"]["entries"]]
+    marked = "getUsage (answered by the bundled mock (upstream said 404 for the route))"
+    assert comments.count(marked) == 1
+    assert "getJob" in comments  # its own answers: no mark
     for written in (html.read_text(), junit.read_text()):
         assert "3 exchanges answered by the bundled mock" in written
         assert "createWebhookSubscription (1 after 501)" in written
