@@ -183,7 +183,8 @@ class MockFallback:
             try:
                 answer = await self._ask(seen)
             except httpx.TransportError as exc:
-                seen.fallback = _replace(mark, f"the bundled mock did not answer ({exc!r})")
+                why = f"the bundled mock did not answer ({type(exc).__name__})"  # bounded: no repr
+                seen.fallback = _replace(mark, why)
                 await upstream.pass_on(seen, send)
                 return True
         finally:

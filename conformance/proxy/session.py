@@ -115,7 +115,9 @@ class ProxySession:
                 if seen.total:
                     self.added.append(max(0.0, seen.total - seen.elapsed))
             if self.har is not None:
-                self.har.add(exchange, seen.started)
+                mark = seen.fallback if seen.fallback and seen.fallback.answered else None
+                note = f"answered by the bundled mock ({mark.reason})" if mark else ""
+                self.har.add(exchange, seen.started, note)
             if seen.fallback is not None:
                 self.print(seen.fallback.line())
             for finding in findings:
