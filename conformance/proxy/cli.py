@@ -10,6 +10,9 @@ when that is not 0, else 1 when findings fail it, else 0.
 CI job that wraps an integration test run wants to hear of its client's mistakes as much as
 of the deployment's. Traffic that breaks the contract on purpose (a negative test suite, such
 as ``conformance run`` itself) says ``--fail-on deployment``.
+
+``--fallback-mock`` answers the operations a deployment still lacks with the bundled mock
+(conformance/proxy/fallback.py), started here once, after the judge's process is forked.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from urllib.parse import urlsplit
 from conformance.contract import Contract
 from conformance.profiles import PROFILES
 from conformance.proxy import relay
+from conformance.proxy.fallback import MockFallback
 from conformance.proxy.findings import Finding
 from conformance.proxy.forward import Forwarder
 from conformance.proxy.har import BODY_CHARS, ENTRIES, HarRecorder
@@ -73,6 +77,13 @@ def add_proxy_parser(commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout", type=float, default=300.0, metavar="SECONDS", help="upstream timeout"
+    )
+    parser.add_argument(
+        "--fallback-mock",
+        action="store_true",
+        help="an operation of the contract that the upstream answers 404 for its route (not "
+        "the contract's 404 envelope) or 501 is answered by the bundled mock instead, in a "
+        "sandbox of its own; the reports mark each fallback",
     )
     out = parser.add_argument_group("reports (written on exit)")
     out.add_argument("--report-json", type=Path, metavar="PATH")
@@ -193,7 +204,21 @@ def command_proxy(args: argparse.Namespace) -> int:
         judging.process.kill()
         print(f"conformance proxy: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    forwarder = Forwarder(args.upstream, judging.seen, listen_path=path, timeout=args.timeout)
+    fallback = None
+    if args.fallback_mock:
+        try:
+            fallback = MockFallback(contract, args.upstream, timeout=args.timeout).start()
+        except RuntimeError as exc:
+            judging.process.kill()
+            for each in relays:
+                each.stop()
+            print(f"conformance proxy: --fallback-mock: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+        line(f"fallback: operations the upstream lacks are answered by the bundled mock at "
+             f"{fallback.base_url}, sandbox {fallback.sandbox}")  # fmt: skip
+    forwarder = Forwarder(
+        args.upstream, judging.seen, listen_path=path, timeout=args.timeout, fallback=fallback
+    )
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{path}"
@@ -206,6 +231,8 @@ def command_proxy(args: argparse.Namespace) -> int:
         server_thread.join(timeout=10)
     for each in relays:
         each.stop()
+    if fallback is not None:
+        fallback.stop()
     found = [finding for each in relays for finding in each.findings]
     code, summary = judging.stop(status, args.fail_on, found)
     line(f"stopped: {summary}; exit status {code}")
