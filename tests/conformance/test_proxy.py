@@ -18,7 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.conformance.proxying import Proxy, wrapped
-from tests.conformance.support import OWNER, Served, live_mock
+from tests.conformance.support import OWNER, Served, free_port, live_mock
 
 AUTH = {"Authorization": f"Bearer {OWNER}"}
 FULL = ("--profile", "full")  # limit=0 breaks a bound the interface document leaves inferred
@@ -54,10 +54,22 @@ async def _gzipped(request: Request) -> Response:
     )
 
 
+async def _closing(request: Request) -> Response:
+    """Answers and closes its connection, and sets a cookie the proxy must not keep."""
+    headers = {"connection": "close", "set-cookie": "session=s1; Path=/"}
+    return Response(b"closing", headers=headers, media_type="text/plain")
+
+
+async def _nothing(request: Request) -> Response:
+    return Response(status_code=204)
+
+
 ECHO = Starlette(
     routes=[
         Route("/gw/stream", _stream),
         Route("/gw/gzipped", _gzipped),
+        Route("/gw/closing", _closing),
+        Route("/gw/nothing", _nothing),
         Route("/{path:path}", _echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
     ]
 )
@@ -100,6 +112,43 @@ def test_forwards_methods_headers_statuses_and_bodies_unchanged(tmp_path: Path):
     # below /v1 (the contract's prefix) it was judged: the echo's bodies break the envelope
     assert proxy.report["judged"] == 9  # /stream and /gzipped are outside /v1
     assert proxy.report["totals"]["deployment"] > 0
+
+
+def test_upstream_connections_chunked_uploads_heads_and_no_cookies(tmp_path: Path):
+    """What the proxy's own upstream client (conformance/proxy/upstream.py) must get right."""
+
+    def pieces():
+        yield b"first,"
+        yield b"second"
+
+    with (
+        Served(ECHO, log_level="error") as echo,
+        Proxy(echo.base_url + "/gw", tmp_path, "--fail-on", "none") as proxy,
+        httpx.Client(base_url=proxy.url) as client,
+    ):
+        chunked = client.post("/v1/up", content=pieces())  # no Content-Length: chunked
+        assert chunked.json()["body"] == "first,second"
+        for _ in range(3):  # the upstream closes each connection after its answer
+            closing = client.get("/closing")
+            assert closing.text == "closing" and closing.headers["set-cookie"].startswith("s")
+            assert "connection" not in closing.headers  # hop-by-hop: not passed on
+            headers = dict(httpx.get(proxy.url + "/v1/after").json()["headers"])
+            assert "cookie" not in headers  # the proxy keeps no cookie of its own
+        head = client.head("/gzipped")
+        assert head.status_code == 200 and head.content == b""
+        assert head.headers["content-encoding"] == "gzip"
+        assert client.get("/gzipped").json() == {"success": True}  # after a HEAD, as before
+        nothing = client.get("/nothing")
+        assert nothing.status_code == 204 and nothing.content == b""
+        assert client.get("/v1/x", params={"n": "1"}).json()["query"] == "n=1"
+
+
+def test_an_unreachable_upstream_is_a_502(tmp_path: Path):
+    with Proxy(f"http://127.0.0.1:{free_port()}", tmp_path, "--fail-on", "none") as proxy:
+        answer = httpx.get(proxy.url + "/v1/capabilities", headers=AUTH)
+    assert answer.status_code == 502
+    assert "conformance proxy: the upstream did not answer" in answer.text
+    assert OWNER not in answer.text
 
 
 def test_a_base_path_on_the_proxy_side(tmp_path: Path):
