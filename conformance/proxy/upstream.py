@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from mockserver.platform.tls import tls_context
+
 KEEP_ALIVE_EXPIRY = 5.0  # seconds an idle connection is kept (as httpcore's default)
 KEPT_IDLE = 200  # idle connections kept at most
 READ_HIGH_WATER = 1 << 18  # answer bytes buffered before reading from the upstream pauses
@@ -269,8 +271,7 @@ class Upstream:
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         if self.tls and self._ssl is None:
-            self._ssl = ssl.create_default_context()
-            self._ssl.set_alpn_protocols(["http/1.1"])
+            self._ssl = tls_context()  # the kit's one verifying context, as httpx's
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _, connection = await loop.create_connection(

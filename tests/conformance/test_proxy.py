@@ -143,6 +143,61 @@ def test_upstream_connections_chunked_uploads_heads_and_no_cookies(tmp_path: Pat
         assert client.get("/v1/x", params={"n": "1"}).json()["query"] == "n=1"
 
 
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its file, its key's file)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert, key_file = folder / "cert.pem", folder / "key.pem"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert, key_file
+
+
+def test_an_https_upstream_is_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    cert, key = _certificate(tmp_path)
+    tls = {"ssl_certfile": str(cert), "ssl_keyfile": str(key), "log_level": "error"}
+    with Served(ECHO, **tls) as echo:
+        upstream = echo.base_url.replace("http://", "https://") + "/gw"
+        with Proxy(upstream, tmp_path, "--fail-on", "none") as untrusted:
+            refused = httpx.get(untrusted.url + "/v1/x")
+        assert refused.status_code == 502 and "CERTIFICATE_VERIFY_FAILED" in refused.text
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the proxy's process trusts it
+        with Proxy(upstream, tmp_path, "--fail-on", "none") as proxy:
+            seen = httpx.post(proxy.url + "/v1/x?q=1", content=b"over tls").json()
+    assert seen["path"] == "/gw/v1/x" and seen["query"] == "q=1" and seen["body"] == "over tls"
+    assert dict(seen["headers"])["host"] == upstream.split("/")[2]
+
+
 def test_an_unreachable_upstream_is_a_502(tmp_path: Path):
     with Proxy(f"http://127.0.0.1:{free_port()}", tmp_path, "--fail-on", "none") as proxy:
         answer = httpx.get(proxy.url + "/v1/capabilities", headers=AUTH)
