@@ -44,7 +44,8 @@ class UpstreamError(Exception):
 class _Connection(asyncio.Protocol):
     """One connection to the upstream; the answer it is reading, if any."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout  # seconds a write may wait for the upstream to read
         self.transport: asyncio.Transport | None = None
         self.lost = False
         self.error: BaseException | None = None
@@ -94,7 +95,11 @@ class _Connection(asyncio.Protocol):
             raise UpstreamError("the upstream closed the connection")
         self.transport.write(data)
         if self._writable is not None:
-            await self._writable
+            try:
+                async with asyncio.timeout(self.timeout):
+                    await self._writable
+            except TimeoutError:
+                raise UpstreamError(f"the upstream read nothing for {self.timeout:g} s") from None
 
     def usable(self, now: float) -> bool:
         transport = self.transport
@@ -275,7 +280,7 @@ class Upstream:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 _, connection = await loop.create_connection(
-                    _Connection,
+                    lambda: _Connection(self.timeout),
                     self.hostname,
                     self.port,
                     ssl=self._ssl if self.tls else None,
@@ -351,6 +356,8 @@ class Upstream:
                 await response.head(self.timeout)
                 return response
             except UpstreamError:
+                if response.headers_done:  # it answered before reading the whole body (a 413)
+                    return response
                 connection.response = None
                 connection.close()
                 if not (reused and not response.started and not streamed and verb in RETRIED):

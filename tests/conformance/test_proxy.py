@@ -60,6 +60,11 @@ async def _closing(request: Request) -> Response:
     return Response(b"closing", headers=headers, media_type="text/plain")
 
 
+async def _refusing(request: Request) -> Response:
+    """Refuses a body without reading it."""
+    return Response(b"too large", status_code=413, headers={"connection": "close"})
+
+
 async def _nothing(request: Request) -> Response:
     return Response(status_code=204)
 
@@ -70,6 +75,7 @@ ECHO = Starlette(
         Route("/gw/gzipped", _gzipped),
         Route("/gw/closing", _closing),
         Route("/gw/nothing", _nothing),
+        Route("/gw/refusing", _refusing, methods=["POST"]),
         Route("/{path:path}", _echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
     ]
 )
@@ -138,6 +144,8 @@ def test_upstream_connections_chunked_uploads_heads_and_no_cookies(tmp_path: Pat
         assert head.status_code == 200 and head.content == b""
         assert head.headers["content-encoding"] == "gzip"
         assert client.get("/gzipped").json() == {"success": True}  # after a HEAD, as before
+        refused = client.post("/refusing", content=b"x" * (8 << 20))  # streamed: not kept whole
+        assert refused.status_code == 413 and refused.text == "too large"
         nothing = client.get("/nothing")
         assert nothing.status_code == 204 and nothing.content == b""
         assert client.get("/v1/x", params={"n": "1"}).json()["query"] == "n=1"
