@@ -41,6 +41,7 @@ from conformance.proxy.judge import Judge
 from conformance.proxy.process import JudgeProcess
 from conformance.proxy.report import write
 from conformance.proxy.session import FAIL_ON, ProxySession, Relay, stamp
+from conformance.target import Exchange
 
 USAGE_ERROR = 2
 PROXY_URL = "CONFORMANCE_PROXY_URL"
@@ -93,8 +94,9 @@ def add_proxy_parser(commands: Any) -> argparse.ArgumentParser:
         "--har",
         type=Path,
         metavar="PATH",
-        help=f"what passed as HAR 1.2: the last {ENTRIES} exchanges, bodies cut to {BODY_CHARS} "
-        "characters, credentials and x-secret fields redacted",
+        help=f"what passed as HAR 1.2: the last {ENTRIES} exchanges (webhook deliveries relayed "
+        f'included, marked "_relay": true), bodies cut to {BODY_CHARS} characters, credentials, '
+        "signatures and x-secret fields redacted",
     )
     add_relay_options(parser)
     parser.add_argument(
@@ -114,11 +116,14 @@ def add_relay_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_relays(args: argparse.Namespace) -> list[Relay]:
+def build_relays(
+    args: argparse.Namespace, on_exchange: Callable[[Exchange, float], None] | None = None
+) -> list[Relay]:
     """The other sources of findings the proxy runs beside it (the webhook relay, when
     ``--relay-to`` asks for it): each with ``findings``, ``start()`` and ``stop()``; started once
     the proxy listens, stopped before the reports are written, their findings in the reports
-    (printed here as they happen, each one line)."""
+    (printed here as they happen, each one line). ``on_exchange`` gets each delivery relayed,
+    redacted, for the HAR."""
     if not args.relay_to:
         return []
 
@@ -132,6 +137,7 @@ def build_relays(args: argparse.Namespace) -> list[Relay]:
             args.relay_listen,
             profile=args.profile,
             on_finding=printed,
+            on_exchange=on_exchange,
         )
     ]
 
@@ -190,7 +196,7 @@ def command_proxy(args: argparse.Namespace) -> int:
         print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
         return USAGE_ERROR
     try:
-        relays = build_relays(args)
+        relays = build_relays(args, judging.relayed if args.har else None)
     except ValueError as exc:
         judging.process.kill()
         print(f"conformance proxy: {exc}", file=sys.stderr)

@@ -46,8 +46,9 @@ import httpx
 
 from conformance.contract import Contract
 from conformance.mockprocess import FixtureKey, owner_key
-from conformance.proxy.forward import _CLIENT_DEFAULTS, Seen, _connection_names, _Kept, _NoCookies
+from conformance.proxy.forward import Seen, _connection_names, _Kept
 from conformance.proxy.judge import _decoded
+from conformance.proxy.upstream import Response, Upstream, UpstreamError
 from conformance.target import MAX_KEPT_BODY, path_below
 
 FALLBACK_STATUSES = frozenset({404, 501})
@@ -107,7 +108,7 @@ class MockFallback:
         self.base_url = ""
         self.sandbox = ""
         self.key = ""
-        self.client: httpx.AsyncClient | None = None
+        self.client: Upstream | None = None
 
     # -- life -----------------------------------------------------------------------------------
 
@@ -150,23 +151,20 @@ class MockFallback:
             await self.client.aclose()
             self.client = None
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> Upstream:
         if self.client is None:
-            self.client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
-                follow_redirects=False,
-                cookies=_NoCookies(),
-                trust_env=False,
+            self.client = Upstream(
+                self.base_url, timeout=self.timeout, connect_timeout=min(self.timeout, 30.0)
             )
         return self.client
 
     # -- one exchange ---------------------------------------------------------------------------
 
-    async def __call__(self, seen: Seen, response: httpx.Response, send: Any) -> bool:
+    async def __call__(self, seen: Seen, response: Response, send: Any) -> bool:
         op = self.contract.full.find(seen.method, path_below(seen.url, self.base_path))
         if op is None:
             return False
-        upstream = _Buffered(response, self.keep)
+        upstream = _Buffered(response, self.keep, self.timeout)
         try:
             if response.status_code == 404 and not self._for_route(await upstream.head()):
                 await upstream.pass_on(seen, send)
@@ -182,20 +180,20 @@ class MockFallback:
                 return True
             try:
                 answer = await self._ask(seen)
-            except httpx.TransportError as exc:
+            except UpstreamError as exc:
                 why = f"the bundled mock did not answer ({type(exc).__name__})"  # bounded: no repr
                 seen.fallback = _replace(mark, why)
                 await upstream.pass_on(seen, send)
                 return True
         finally:
             if not upstream.passing:
-                await response.aclose()
+                response.close()
         seen.fallback = mark
         started = time.perf_counter()
         try:
-            await _relay(seen, answer, answer.aiter_raw(), [], send, self.keep)
+            await _relay(seen, answer, _chunks(answer, self.timeout), [], send, self.keep)
         finally:
-            await answer.aclose()
+            answer.close()
         seen.elapsed = time.perf_counter() - started
         return True
 
@@ -214,26 +212,21 @@ class MockFallback:
             and parsed.get("code") in self.not_found_codes
         )
 
-    async def _ask(self, seen: Seen) -> httpx.Response:
+    async def _ask(self, seen: Seen) -> Response:
         """The request, sent to the mock in the run's sandbox."""
-        names = _connection_names(
-            [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in seen.request_headers]
-        )
+        raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in seen.request_headers]
+        names = _connection_names(raw)
         headers = []
-        for name, value in seen.request_headers:
-            if name.lower().encode("latin-1") in names:
+        for name, value in raw:
+            if name.lower() in names:
                 continue
-            if name.lower() == "authorization" and value[:7].lower() == "bearer ":
-                value = f"Bearer {self.key}"
+            if name.lower() == b"authorization" and value[:7].lower() == b"bearer ":
+                value = b"Bearer " + self.key.encode("latin-1")
             headers.append((name, value))
+        length = any(name.lower() == b"content-length" for name, _ in headers)
+        target = seen.url[len(self.upstream) :] or "/"
         client = self._client()
-        url = self.base_url + seen.url[len(self.upstream) :]
-        request = client.build_request(seen.method, url, headers=headers, content=seen.request_body)
-        sent = {name.lower() for name, _ in headers}
-        for name in _CLIENT_DEFAULTS:
-            if name not in sent:
-                request.headers.pop(name, None)
-        return await client.send(request, stream=True)
+        return await client.send(seen.method, target, headers, seen.request_body, length=length)
 
 
 def _replace(mark: FallbackMark, why: str) -> FallbackMark:
@@ -244,10 +237,10 @@ class _Buffered:
     """The upstream's answer, its first bytes read ahead (to tell a route's 404 from the
     deployment's) and passed on, with the rest, when it is the client's answer after all."""
 
-    def __init__(self, response: httpx.Response, keep: int) -> None:
+    def __init__(self, response: Response, keep: int, timeout: float) -> None:
         self.response = response
         self.keep = keep
-        self.chunks = response.aiter_raw()
+        self.chunks = _chunks(response, timeout)
         self.read: list[bytes] = []
         self.ended = False
         self.passing = False
@@ -263,7 +256,11 @@ class _Buffered:
                 break
             self.read.append(chunk)
             size += len(chunk)
-        return b"".join(self.read), self.response.headers.get("content-encoding")
+        headers = self.response.headers
+        encoding = next(
+            (v.decode("latin-1") for k, v in headers if k.lower() == b"content-encoding"), None
+        )
+        return b"".join(self.read), encoding
 
     async def pass_on(self, seen: Seen, send: Any) -> None:
         self.passing = True
@@ -272,8 +269,17 @@ class _Buffered:
         try:
             await _relay(seen, self.response, rest, self.read, send, self.keep)
         finally:
-            await self.response.aclose()
+            self.response.close()
         seen.elapsed = time.perf_counter() - started
+
+
+async def _chunks(response: Response, timeout: float) -> AsyncIterator[bytes]:
+    """A response's body, as it arrives."""
+    last = False
+    while not last:
+        chunk, last = await response.read(timeout)
+        if chunk:
+            yield chunk
 
 
 async def _nothing() -> AsyncIterator[bytes]:
@@ -283,14 +289,14 @@ async def _nothing() -> AsyncIterator[bytes]:
 
 async def _relay(
     seen: Seen,
-    response: httpx.Response,
+    response: Response,
     chunks: AsyncIterator[bytes],
     first: list[bytes],
     send: Any,
     keep: int,
 ) -> None:
     """Send ``response`` to the client (``first``, then ``chunks``) and fill ``seen`` with it."""
-    raw = response.headers.raw
+    raw = response.headers
     hop = _connection_names(raw)
     headers = [(k, v) for k, v in raw if k.lower() not in hop]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})

@@ -4,10 +4,12 @@
 header but the hop-by-hop ones (:data:`HOP_BY_HOP`, and those a ``Connection`` header names),
 any status, and both bodies as streams: a body is passed on chunk by chunk as it arrives, never
 held whole, and a compressed body is passed on compressed (``Content-Encoding`` untouched).
-Connections to the upstream are kept alive and reused (httpx's pool); the client's own are
-kept alive by uvicorn. A base path in either URL is honoured: the proxy's own (``--listen
-HOST:PORT/PATH``: a request below it is forwarded without it) and the upstream's (``--upstream
-https://host/gw``: every request is forwarded below it).
+Connections to the upstream are kept alive and reused (conformance/proxy/upstream.py); the
+client's own are kept alive by uvicorn. The proxy keeps no cookies: each request carries what
+its client sent (and a ``Host`` naming the upstream), nothing more. A base path in either URL
+is honoured: the proxy's own (``--listen HOST:PORT/PATH``: a request below it is forwarded
+without it) and the upstream's (``--upstream https://host/gw``: every request is forwarded
+below it).
 
 What it *keeps* of each exchange, for judging, is bounded: at most ``keep`` bytes of each body
 (:data:`MAX_KEPT_BODY`); a body longer than that is forwarded whole and marked not kept whole
@@ -28,8 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-import httpx
-
+from conformance.proxy.upstream import Response, Upstream, UpstreamError
 from conformance.target import MAX_KEPT_BODY
 
 if TYPE_CHECKING:
@@ -49,15 +50,6 @@ HOP_BY_HOP = frozenset(
         b"host",
     }
 )
-#: Headers httpx adds to a request when the client sent none; the proxy removes them again.
-_CLIENT_DEFAULTS = ("accept", "accept-encoding", "user-agent")
-
-
-class _NoCookies(httpx.Cookies):
-    """The proxy keeps no cookies: each request carries what its client sent, nothing else."""
-
-    def extract_cookies(self, response: httpx.Response) -> None:
-        return None
 
 
 @dataclass
@@ -84,7 +76,7 @@ class Fallback(Protocol):
 
     statuses: frozenset[int]
 
-    async def __call__(self, seen: Seen, response: httpx.Response, send: Any) -> bool: ...
+    async def __call__(self, seen: Seen, response: Response, send: Any) -> bool: ...
 
     async def aclose(self) -> None: ...
 
@@ -126,24 +118,20 @@ class Forwarder:
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.base_path = urlsplit(self.upstream).path
+        self.origin = self.upstream[: len(self.upstream) - len(self.base_path)]
         self.listen_path = listen_path.rstrip("/")
         self.on_seen = on_seen
         self.keep = keep
         self.timeout = timeout
         self.fallback = fallback
-        self.client: httpx.AsyncClient | None = None
+        self.client: Upstream | None = None
         self.unreachable = 0  # requests the upstream did not answer (502 from the proxy)
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> Upstream:
         if self.client is None:
-            self.client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0)),
-                follow_redirects=False,
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
-                cookies=_NoCookies(),
-                trust_env=False,
+            self.client = Upstream(
+                self.upstream, timeout=self.timeout, connect_timeout=min(self.timeout, 30.0)
             )
-            self.client._cookies = _NoCookies()  # the client's own jar: never filled
         return self.client
 
     async def aclose(self) -> None:
@@ -184,70 +172,73 @@ class Forwarder:
     async def _forward(self, scope: dict[str, Any], receive: Any, send: Any, url: str) -> None:
         arrived = time.perf_counter()
         method = scope["method"]
-        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
-        named = _connection_names(scope["headers"])
-        forwarded = [(k, v) for k, v in raw if k.lower().encode() not in named]
-        lengths = [v for k, v in raw if k.lower() == "content-length"]
-        chunked = any(k.lower() == "transfer-encoding" and "chunked" in v.lower() for k, v in raw)
+        raw: list[tuple[bytes, bytes]] = scope["headers"]
+        named = _connection_names(raw)
+        forwarded = [(k, v) for k, v in raw if k.lower() not in named]
+        length = next((v for k, v in forwarded if k.lower() == b"content-length"), None)
+        chunked = any(k.lower() == b"transfer-encoding" and b"chunked" in v.lower() for k, v in raw)
         kept = _Kept(self.keep)
         content: bytes | AsyncIterator[bytes]
-        if lengths and lengths[0].isdigit() and int(lengths[0]) <= self.keep:
+        if length is not None and length.isdigit() and int(length) <= self.keep:
             content = await _read_all(receive)
             kept.add(content)
-        elif lengths or chunked:
+        elif length is not None or chunked:
             content = _stream(receive, kept)
         else:
             content = b""
         client = self._client()
-        request = client.build_request(method, url, headers=forwarded, content=content)
-        sent = {k.lower() for k, _ in forwarded}
-        for name in _CLIENT_DEFAULTS:
-            if name not in sent:
-                request.headers.pop(name, None)
         started = time.perf_counter()
         try:
-            response = await client.send(request, stream=True)
-        except httpx.TransportError as exc:
+            response = await client.send(
+                method, url[len(self.origin) :], forwarded, content, length=length is not None
+            )
+        except UpstreamError as exc:
             self.unreachable += 1
             await _plain(send, 502, f"conformance proxy: the upstream did not answer: {exc!r}\n")
             return
         if self.fallback is not None and response.status_code in self.fallback.statuses:
-            seen = Seen(method=method, url=url, request_headers=raw, request_body=kept.bytes(),
-                        status=response.status_code, response_headers=[], response_body=b"",
-                        elapsed=0.0, request_whole=kept.whole)  # fmt: skip
+            seen = Seen(
+                method=method,
+                url=url,
+                request_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw],
+                request_body=kept.bytes(),
+                status=response.status_code,
+                response_headers=[],
+                response_body=b"",
+                elapsed=0.0,
+                request_whole=kept.whole,
+            )
             if await self.fallback(seen, response, send):
                 self.on_seen(seen)
                 return
         body = _Kept(self.keep)
         try:
-            headers = [
-                (k, v)
-                for k, v in response.headers.raw
-                if k.lower() not in HOP_BY_HOP
-                and k.lower() not in _connection_names(response.headers.raw)
-            ]
+            hop = _connection_names(response.headers)
+            headers = [(k, v) for k, v in response.headers if k.lower() not in hop]
             await send(
                 {"type": "http.response.start", "status": response.status_code, "headers": headers}
             )
-            async for chunk in response.aiter_raw():
+            last = False
+            while not last:  # a body that came whole (a small one, as a rule) is sent at once
+                chunk, last = await response.read(self.timeout)
                 body.add(chunk)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
         finally:
-            await response.aclose()
+            response.close()
+        done = time.perf_counter()
         self.on_seen(
             Seen(
                 method=method,
                 url=url,
-                request_headers=raw,
+                request_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw],
                 request_body=kept.bytes(),
                 status=response.status_code,
                 response_headers=[
-                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw
+                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers
                 ],
                 response_body=body.bytes(),
-                elapsed=time.perf_counter() - started,
-                total=time.perf_counter() - arrived,
+                elapsed=done - started,
+                total=done - arrived,
                 request_whole=kept.whole,
                 response_whole=body.whole,
             )
@@ -255,14 +246,14 @@ class Forwarder:
 
 
 def _connection_names(headers: list[tuple[bytes, bytes]]) -> frozenset[bytes]:
-    """The hop-by-hop headers a ``Connection`` header names (besides :data:`HOP_BY_HOP`)."""
-    named = {
+    """The hop-by-hop headers: :data:`HOP_BY_HOP` and those a ``Connection`` header names."""
+    named = [
         token.strip().lower()
         for k, v in headers
         if k.lower() == b"connection"
         for token in v.split(b",")
-    }
-    return frozenset(named) | HOP_BY_HOP
+    ]
+    return HOP_BY_HOP.union(named) if named else HOP_BY_HOP
 
 
 async def _read_all(receive: Any) -> bytes:

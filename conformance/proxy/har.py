@@ -6,6 +6,12 @@ about ``ENTRIES * 2 * BODY_CHARS`` characters of bodies (32 MiB), whatever the t
 holds is what the proxy keeps (conformance/proxy/redact.py): credentials masked in headers
 (``Authorization: Bearer ${API_KEY}``, cookies ``[redacted]``), the contract's ``x-secret``
 fields redacted in bodies, and credentials in a query string (:data:`SECRET_QUERY`) redacted.
+
+Webhook deliveries the relay passed on (``--relay-to``) are entries too, marked ``"_relay":
+true`` (and a ``comment`` saying so): the deployment's request to the relay and the
+integrator's answer, as the relay hands them over (conformance/proxy/relay.py: credentials,
+secrets and signatures already redacted). They are bounded alike: the archive holds the most
+recent :data:`ENTRIES` entries of both kinds together.
 """
 
 from __future__ import annotations
@@ -30,15 +36,28 @@ SECRET_QUERY = frozenset({"api_key", "apikey", "key", "token", "access_token", "
 class HarRecorder:
     def __init__(self, entries: int = ENTRIES, body_chars: int = BODY_CHARS) -> None:
         self.entries: deque[dict[str, Any]] = deque(maxlen=entries)
+        self.relayed: deque[dict[str, Any]] = deque(maxlen=entries)  # webhook deliveries
         self.body_chars = body_chars
         self.seen = 0
+        self.relayed_seen = 0
 
-    def add(self, exchange: Exchange, started: float, note: str = "") -> None:
-        """Keep an exchange (``note``: said in its entry's comment, after its operation)."""
-        self.seen += 1
+    def add(
+        self, exchange: Exchange, started: float, note: str = "", *, relayed: bool = False
+    ) -> None:
+        """Keep an exchange (``note``: said in its entry's comment, after its operation;
+        ``relayed``: a webhook delivery the relay passed on, kept apart)."""
         entry = self._entry(exchange, started)
+        if relayed:
+            entry["_relay"] = True
+            entry["comment"] = "webhook delivery relayed to the integrator" + (
+                f" ({exchange.operation_id})" if exchange.operation_id else ""
+            )
+            self.relayed_seen += 1
+            self.relayed.append(entry)
+            return
         if note:
             entry["comment"] = f"{entry['comment']} ({note})".lstrip()
+        self.seen += 1
         self.entries.append(entry)
 
     def _text(self, body: bytes) -> str:
@@ -97,14 +116,19 @@ class HarRecorder:
         }
 
     def write(self, path: Path) -> None:
-        dropped = self.seen - len(self.entries)
+        both = sorted([*self.entries, *self.relayed], key=lambda entry: entry["startedDateTime"])
+        entries = both[-(self.entries.maxlen or len(both)) :] if both else []
+        dropped = self.seen + self.relayed_seen - len(entries)
+        relayed = ""
+        if self.relayed_seen:
+            relayed = f" and {self.relayed_seen} relayed webhook deliveries"
         archive = {
             "log": {
                 "version": "1.2",
                 "creator": {"name": "conformance proxy", "version": __version__},
-                "entries": list(self.entries),
+                "entries": entries,
                 "comment": (
-                    f"{self.seen} exchanges seen; the most recent {len(self.entries)} kept"
+                    f"{self.seen} exchanges{relayed} seen; the most recent {len(entries)} kept"
                     + (f" ({dropped} older ones dropped)" if dropped else "")
                     + f"; bodies cut to {self.body_chars} characters; credentials and x-secret "
                     "fields redacted"

@@ -28,6 +28,7 @@ from typing import Any
 from conformance.proxy.findings import Finding
 from conformance.proxy.forward import Seen
 from conformance.proxy.session import ProxySession
+from conformance.target import Exchange
 
 QUEUE_SIZE = 10_000  # exchanges on their way to the judge
 JUDGE_NICENESS = 10  # the judge's scheduling priority below the forwarder's (os.nice)
@@ -59,6 +60,12 @@ class JudgeProcess:
         except queue.Full:
             self.dropped += 1
 
+    def relayed(self, exchange: Exchange, started: float) -> None:
+        """Called by the webhook relay for each delivery it passed on (redacted), for the HAR:
+        queued, never waited for (when the queue is full it is left out of the HAR)."""
+        with contextlib.suppress(queue.Full):
+            self.queue.put_nowait(("relayed", exchange, started))
+
     def stop(self, status: int, fail_on: str, findings: list[Finding]) -> tuple[int, str]:
         """Judge what is queued, write the reports: (exit status, summary line)."""
         self.queue.put(("end", status, fail_on, self.dropped, findings))
@@ -76,6 +83,10 @@ class JudgeProcess:
             item = self.queue.get()
             if isinstance(item, Seen):
                 session.seen(item)
+                continue
+            if item[0] == "relayed":
+                if session.har is not None:
+                    session.har.add(item[1], item[2], relayed=True)
                 continue
             _, status, fail_on, dropped, findings = item
             break

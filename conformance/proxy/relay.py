@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -44,6 +45,7 @@ from starlette.requests import Request
 from conformance.contract import Contract
 from conformance.profiles import PROFILES
 from conformance.proxy.findings import Finding
+from conformance.proxy.redact import REDACTED, masked_headers, redacted_body, secret_fields
 from conformance.proxy.relay_rules import MEMORY, RETRIED, RULES, DeliveryJudge, Verdict
 from conformance.receiver import parse_listen
 from conformance.target import Exchange
@@ -54,6 +56,7 @@ FORWARD_TIMEOUT = 30.0  # seconds the integrator has to answer (the deployment's
 KEPT_BYTES = 4096  # of each body, in a finding's exchange
 MAX_FINDINGS = 1_000  # findings kept, with their exchanges, for the reports; more are counted
 MAX_NOTES = 1_000
+SIGNATURE_HEADERS = frozenset({"x-service-signature"})  # redacted where a delivery is kept
 SECRET_ENV = "CONFORMANCE_WEBHOOK_SECRET"  # one more secret, kept off the command line
 # Not forwarded either way: connection-level headers, and what httpx sets anew.
 HOP_BY_HOP = frozenset(
@@ -67,7 +70,9 @@ class Relay:
     forwarded to ``forward_to``; :attr:`findings` and :attr:`counts` say what was seen.
 
     ``on_finding`` and ``on_note`` are called (from the relay's thread) as each happens;
-    ``on_delivery`` once per delivery with a one-line summary. ``memory`` bounds the events,
+    ``on_delivery`` once per delivery with a one-line summary; ``on_exchange`` once per delivery
+    with its exchange as the HAR keeps it (:meth:`redacted`) and its start (epoch seconds).
+    ``memory`` bounds the events,
     event identities and jobs remembered (each)."""
 
     def __init__(
@@ -81,6 +86,7 @@ class Relay:
         on_finding: Callable[[Finding], None] | None = None,
         on_note: Callable[[str], None] | None = None,
         on_delivery: Callable[[str], None] | None = None,
+        on_exchange: Callable[[Exchange, float], None] | None = None,
         memory: int = MEMORY,
         forward_timeout: float = FORWARD_TIMEOUT,
     ) -> None:
@@ -92,6 +98,8 @@ class Relay:
         contract = contract or Contract(profile=profile)
         self.judge = DeliveryJudge(contract.held, self.secrets, memory)
         self.on_finding, self.on_note, self.on_delivery = on_finding, on_note, on_delivery
+        self.on_exchange = on_exchange
+        self.secret_fields = secret_fields(contract.document)
         self.forward_timeout = forward_timeout
         self.findings: list[Finding] = []
         self.notes: deque[str] = deque(maxlen=MAX_NOTES)
@@ -193,7 +201,7 @@ class Relay:
         except Exception as exc:  # a judge that fails is said, never fatal to forwarding
             self._note(f"could not judge a delivery to {scope['path']}: {exc!r}")
             verdict = Verdict(RULES[0], None, headers.get("x-service-event"), None)
-        started = time.monotonic()
+        began, started = time.time(), time.monotonic()
         status, answer_headers, answer = await self._forward(
             scope["method"], target, raw, body, verdict
         )
@@ -211,7 +219,38 @@ class Relay:
             masks=self._masks,
         )
         self._record(verdict, headers, status, exchange)
+        if self.on_exchange is not None:
+            self.on_exchange(self.redacted(exchange), began)
         await _answer(send, status, answer_headers, answer)
+
+    def redacted(self, exchange: Exchange) -> Exchange:
+        """A delivery's exchange as the HAR keeps it: credentials masked (redact.py), the
+        signature headers (:data:`SIGNATURE_HEADERS`) and the contract's ``x-secret`` fields
+        redacted, and every ``--webhook-secret`` replaced by its name."""
+
+        def text(value: str) -> str:
+            for secret, name in self._masks.items():
+                value = value.replace(secret, name)
+            return value
+
+        def headers(given: dict[str, str]) -> dict[str, str]:
+            masked = masked_headers(given.items())
+            return {k: REDACTED if k in SIGNATURE_HEADERS else text(v) for k, v in masked.items()}
+
+        def body(given: bytes) -> bytes:
+            given = redacted_body(given, self.secret_fields)
+            for secret, name in self._masks.items():
+                given = given.replace(secret.encode(), name.encode())
+            return given
+
+        return dataclasses.replace(
+            exchange,
+            request_headers=headers(exchange.request_headers),
+            request_body=body(exchange.request_body),
+            response_headers=headers(exchange.response_headers),
+            response_body=body(exchange.response_body),
+            masks={},
+        )
 
     async def _forward(
         self,

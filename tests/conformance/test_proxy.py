@@ -18,7 +18,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.conformance.proxying import Proxy, wrapped
-from tests.conformance.support import OWNER, Served, live_mock
+from tests.conformance.support import OWNER, Served, free_port, live_mock
 
 AUTH = {"Authorization": f"Bearer {OWNER}"}
 FULL = ("--profile", "full")  # limit=0 breaks a bound the interface document leaves inferred
@@ -54,10 +54,30 @@ async def _gzipped(request: Request) -> Response:
     )
 
 
+async def _closing(request: Request) -> Response:
+    """Answers and closes its connection, and sets a cookie the proxy must not keep."""
+    headers = {"connection": "close", "set-cookie": "session=s1; Path=/"}
+    return Response(b"closing", headers=headers, media_type="text/plain")
+
+
+async def _refusing(request: Request) -> Response:
+    """Refuses a body without reading it (the server discards the rest of the upload: with
+    ``Connection: close`` its reset may reach the proxy before the 413 does, and TCP then
+    loses the answer on the way, which no proxy can pass on: a 502, one run in three)."""
+    return Response(b"too large", status_code=413)
+
+
+async def _nothing(request: Request) -> Response:
+    return Response(status_code=204)
+
+
 ECHO = Starlette(
     routes=[
         Route("/gw/stream", _stream),
         Route("/gw/gzipped", _gzipped),
+        Route("/gw/closing", _closing),
+        Route("/gw/nothing", _nothing),
+        Route("/gw/refusing", _refusing, methods=["POST"]),
         Route("/{path:path}", _echo, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]),
     ]
 )
@@ -100,6 +120,100 @@ def test_forwards_methods_headers_statuses_and_bodies_unchanged(tmp_path: Path):
     # below /v1 (the contract's prefix) it was judged: the echo's bodies break the envelope
     assert proxy.report["judged"] == 9  # /stream and /gzipped are outside /v1
     assert proxy.report["totals"]["deployment"] > 0
+
+
+def test_upstream_connections_chunked_uploads_heads_and_no_cookies(tmp_path: Path):
+    """What the proxy's own upstream client (conformance/proxy/upstream.py) must get right."""
+
+    def pieces():
+        yield b"first,"
+        yield b"second"
+
+    with (
+        Served(ECHO, log_level="error") as echo,
+        Proxy(echo.base_url + "/gw", tmp_path, "--fail-on", "none") as proxy,
+        httpx.Client(base_url=proxy.url) as client,
+    ):
+        chunked = client.post("/v1/up", content=pieces())  # no Content-Length: chunked
+        assert chunked.json()["body"] == "first,second"
+        for _ in range(3):  # the upstream closes each connection after its answer
+            closing = client.get("/closing")
+            assert closing.text == "closing" and closing.headers["set-cookie"].startswith("s")
+            assert "connection" not in closing.headers  # hop-by-hop: not passed on
+            headers = dict(httpx.get(proxy.url + "/v1/after").json()["headers"])
+            assert "cookie" not in headers  # the proxy keeps no cookie of its own
+        head = client.head("/gzipped")
+        assert head.status_code == 200 and head.content == b""
+        assert head.headers["content-encoding"] == "gzip"
+        assert client.get("/gzipped").json() == {"success": True}  # after a HEAD, as before
+        refused = client.post("/refusing", content=b"x" * (8 << 20))  # streamed: not kept whole
+        assert refused.status_code == 413 and refused.text == "too large"
+        nothing = client.get("/nothing")
+        assert nothing.status_code == 204 and nothing.content == b""
+        assert client.get("/v1/x", params={"n": "1"}).json()["query"] == "n=1"
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its file, its key's file)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert, key_file = folder / "cert.pem", folder / "key.pem"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert, key_file
+
+
+def test_an_https_upstream_is_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    cert, key = _certificate(tmp_path)
+    tls = {"ssl_certfile": str(cert), "ssl_keyfile": str(key), "log_level": "error"}
+    with Served(ECHO, **tls) as echo:
+        upstream = echo.base_url.replace("http://", "https://") + "/gw"
+        with Proxy(upstream, tmp_path, "--fail-on", "none") as untrusted:
+            refused = httpx.get(untrusted.url + "/v1/x")
+        assert refused.status_code == 502 and "CERTIFICATE_VERIFY_FAILED" in refused.text
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the proxy's process trusts it
+        with Proxy(upstream, tmp_path, "--fail-on", "none") as proxy:
+            seen = httpx.post(proxy.url + "/v1/x?q=1", content=b"over tls").json()
+    assert seen["path"] == "/gw/v1/x" and seen["query"] == "q=1" and seen["body"] == "over tls"
+    assert dict(seen["headers"])["host"] == upstream.split("/")[2]
+
+
+def test_an_unreachable_upstream_is_a_502(tmp_path: Path):
+    with Proxy(f"http://127.0.0.1:{free_port()}", tmp_path, "--fail-on", "none") as proxy:
+        answer = httpx.get(proxy.url + "/v1/capabilities", headers=AUTH)
+    assert answer.status_code == 502
+    assert "conformance proxy: the upstream did not answer" in answer.text
+    assert OWNER not in answer.text
 
 
 def test_a_base_path_on_the_proxy_side(tmp_path: Path):

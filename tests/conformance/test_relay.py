@@ -600,3 +600,41 @@ def test_conformance_proxy_relays_with_its_relay_options(
     assert proxy.status == 1 and relayed and all(f["side"] == "deployment" for f in relayed)
     assert f"FINDING deployment {SUBSCRIPTION_RULE}" in proxy.output
     assert secret not in proxy.output and secret not in json.dumps(report)
+
+
+def test_the_har_holds_the_relayed_deliveries_redacted(
+    tmp_path: Path, integrator: tuple[Integrator, str]
+) -> None:
+    """``--har`` with ``--relay-to``: each delivery relayed is an entry of the archive beside the
+    proxied exchanges, marked ``_relay``, its signature and the webhook secret redacted."""
+    app, endpoint = integrator
+    listen = f"127.0.0.1:{free_port()}"
+    har = tmp_path / "seen.har"
+    options = ("--relay-to", endpoint, "--relay-listen", listen, "--webhook-secret", SECRET)
+    with live_mock() as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
+        with Proxy(server.base_url, tmp_path, *options, "--har", str(har)) as proxy:
+            answer = httpx.get(
+                proxy.url + "/v1/capabilities", headers={"Authorization": f"Bearer {OWNER}"}
+            )
+            assert answer.status_code == 200
+            subscribe(http, f"http://{listen}/hooks")
+            control(http, "POST", "/events/trigger", {"event": "job.completed"})
+            flush(http)
+        assert app.received and "x-service-signature" in app.received[0]["headers"]
+    assert proxy.status == 0, proxy.output
+    text = har.read_text()
+    entries = json.loads(text)["log"]["entries"]
+    relayed = [e for e in entries if e.get("_relay")]
+    proxied = [e for e in entries if not e.get("_relay")]
+    assert len(relayed) == len(app.received) and len(proxied) == 1
+    entry = relayed[0]
+    assert entry["request"]["method"] == "POST"
+    assert entry["request"]["url"] == f"http://{listen}/hooks"
+    assert "relayed" in entry["comment"] and entry["response"]["status"] == 200
+    headers = {h["name"]: h["value"] for h in entry["request"]["headers"]}
+    assert headers["x-service-signature"] == "[redacted]"
+    assert json.loads(entry["request"]["postData"]["text"])["eventId"]
+    assert entry["response"]["content"]["text"] == json.dumps({"got": 200})
+    signature = app.received[0]["headers"]["x-service-signature"]
+    assert SECRET not in text and signature not in text and OWNER not in text
+    assert "relayed webhook deliveries" in json.loads(text)["log"]["comment"]
