@@ -7,8 +7,11 @@ Every journal answer is checked against the control plane's document."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +148,9 @@ def test_each_exchange_is_journalled_as_proxied_with_its_findings(upstream: Serv
         assert control.request("GET", "/requests", findings="maybe").status_code == 400
     assert "FINDING client schema-negative listProjects" in proxy.output
     assert SECRET not in proxy.output
+    # the same proxy: its reports and exit status are conformance proxy's
+    assert proxy.status == 1  # --fail-on any (the default)
+    assert proxy.report["totals"]["client"] == 1 and proxy.report["totals"]["deployment"] > 0
 
 
 def test_the_journal_needs_the_control_token_the_mock_would(upstream: Served, tmp_path: Path):
@@ -174,6 +180,20 @@ def test_off_loopback_the_token_is_made_for_the_run(upstream: Served, tmp_path: 
             assert journal(CheckedControl(client, token))["requests"] == []
 
 
+@contextmanager
+def judge_stopped(proxy: InspectedProxy) -> Iterator[None]:
+    """The proxy's judge (its only child process) stopped for the block (SIGSTOP, SIGCONT)."""
+    pid = proxy.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, children
+    judge = int(children[0])
+    os.kill(judge, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(judge, signal.SIGCONT)
+
+
 def test_the_requests_view_shows_the_findings_inline(
     browser: Any, upstream: Served, tmp_path: Path
 ):
@@ -189,12 +209,14 @@ def test_the_requests_view_shows_the_findings_inline(
             expect(page.locator("#app")).to_be_visible()
             expect(page.locator("#proxy-note")).to_contain_text(upstream.base_url)
             expect(page.locator('.tabs [data-view="jobs"]')).to_be_hidden()
-            assert client.get("/v1/capabilities", headers=AUTH).status_code == 200
-            refused = client.get("/v1/projects", params={"limit": 0}, headers=AUTH)
-            assert refused.status_code == 400
             rows = page.locator("#requests tbody tr")
-            expect(rows).to_have_count(2)  # without a reload
-            row = rows.filter(has_text="listProjects")
+            with judge_stopped(proxy):  # the exchanges show before their verdicts
+                assert client.get("/v1/capabilities", headers=AUTH).status_code == 200
+                refused = client.get("/v1/projects", params={"limit": 0}, headers=AUTH)
+                assert refused.status_code == 400
+                expect(rows).to_have_count(2)  # without a reload
+                expect(rows.locator(".verdict-pending")).to_have_count(2)
+            row = rows.filter(has_text="listProjects")  # then the verdicts, asked for again
             expect(row.locator(".verdict-found")).to_have_text("1 finding")
             expect(row.locator(".finding-line")).to_contain_text("client schema-negative:")
             expect(rows.filter(has_text="getCapabilities")).to_contain_text("no finding")
