@@ -34,14 +34,17 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import orjson
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from conformance.contract import Contract
+from conformance.proxy.findings import Finding
 from conformance.proxy.forward import Forwarder, Seen
 from conformance.proxy.judge import Judge
 from conformance.proxy.process import JudgeProcess
 from conformance.proxy.redact import redacted_body, secret_fields
-from conformance.target import path_below
+from conformance.target import Exchange, path_below
+from mockserver.contract import Operation
 from mockserver.control.handlers import control_index
 from mockserver.control.plane import ControlPlane
 from mockserver.dispatch import Router
@@ -82,7 +85,7 @@ class JournalingJudge(Judge):
         super().__init__(contract, upstream)
         self.verdicts = verdicts
 
-    def judge(self, seen: Seen) -> tuple[Any, list[Any]]:
+    def judge(self, seen: Seen) -> tuple[Exchange, list[Finding]]:
         seq = seen.seq if isinstance(seen, Journaled) else 0
         judged = self.judged
         try:
@@ -129,7 +132,7 @@ class ProxyPlane(ControlPlane):
     def serves(self, method: str, path: str) -> bool:
         return self.router.match(method, path, encoded=True)[0] is not None
 
-    async def transact(self, op: Any, rt: Runtime, valid: Validated) -> Any:
+    async def transact(self, op: Operation, rt: Runtime, valid: Validated) -> Response:
         if op.operation_id != "controlIndex":
             return await super().transact(op, rt, valid)
         index = control_index(rt, valid)
