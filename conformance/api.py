@@ -425,6 +425,25 @@ def execute(
     """Run ``checks`` in this process against ``where`` (with ``config``'s options; the target
     is never started here), by ``deadline`` (``config.clock()`` time) where the run has a time
     budget. :class:`TargetUnreachable` when the contract cannot be fetched."""
+    session = _session(config, where, seed, deadline)
+    target = session.target
+    try:
+        target.request("GET", "/v1/openapi.json", operation_id="getOpenApi", auth="none")
+        if target.control is not None:
+            target.control.reset()
+        if deadline is not None:
+            _plan_budget(config, where, session, checks, on_event)
+        results = run_checks(session, checks, on_event)
+    except SetupProblem as exc:  # a rate window found stuck mid-run (target.py)
+        return Outcome([], target.count, list(target.notes), setup_problem=str(exc))
+    finally:
+        session.close()
+        target.close()
+    return Outcome(results, target.count, list(target.notes))
+
+
+def _session(config: RunConfig, where: Where, seed: int, deadline: float | None) -> Session:
+    """The run's session: its target (``where``, with ``config``'s limits) and options."""
     target = Target(
         where.base_url,
         where.api_key,
@@ -441,7 +460,7 @@ def execute(
         clock=config.clock,
         deadline=deadline,
     )
-    session = Session(
+    return Session(
         target=target,
         contract=Contract(config.document, config.effective_profile),
         seed=seed,
@@ -454,30 +473,29 @@ def execute(
         job_wait=default_job_wait(config) if config.job_wait is None else config.job_wait,
         long_video_url=config.long_video_url,
     )
-    try:
-        target.request("GET", "/v1/openapi.json", operation_id="getOpenApi", auth="none")
-        if target.control is not None:
-            target.control.reset()
-        if deadline is not None:
-            probes = tuple(
-                c.name
-                for c in checks
-                if c.run is not None
-                and c.name in RATE_LIMIT_PROBES
-                and (where.same_person_key or c.name not in SAME_PERSON_PROBES)
-            )
-            plan = _plan(config, target, session.contract, probes)
-            target.max_requests = plan.requests
-            target.notes.append(plan.describe())
-            if on_event is not None:
-                on_event("plan", plan)
-        results = run_checks(session, checks, on_event)
-    except SetupProblem as exc:  # a rate window found stuck mid-run (target.py)
-        return Outcome([], target.count, list(target.notes), setup_problem=str(exc))
-    finally:
-        session.close()
-        target.close()
-    return Outcome(results, target.count, list(target.notes))
+
+
+def _plan_budget(
+    config: RunConfig,
+    where: Where,
+    session: Session,
+    checks: list[Check],
+    on_event: Listener | None,
+) -> None:
+    """A run with a time budget: its plan (requests it may make, with the rate-limit probes it
+    runs) set on the target, noted, and told to the listener (event ``plan``)."""
+    probes = tuple(
+        c.name
+        for c in checks
+        if c.run is not None
+        and c.name in RATE_LIMIT_PROBES
+        and (where.same_person_key or c.name not in SAME_PERSON_PROBES)
+    )
+    plan = _plan(config, session.target, session.contract, probes)
+    session.target.max_requests = plan.requests
+    session.target.notes.append(plan.describe())
+    if on_event is not None:
+        on_event("plan", plan)
 
 
 def _plan(

@@ -19,8 +19,15 @@ import shlex
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conformance.coverage import Coverage, gates, rule_coverage
-from conformance.results import Failure, Report, group_failures, group_warnings, totals
+from conformance.coverage import Coverage, Gate, gates, rule_coverage
+from conformance.results import (
+    CheckResult,
+    Failure,
+    Report,
+    group_failures,
+    group_warnings,
+    totals,
+)
 
 __all__ = [
     "failure_text",
@@ -122,6 +129,8 @@ def write_json(report: Report, path: Path) -> None:
 
 
 def junit(report: Report) -> ET.Element:
+    """The run as JUnit XML: one test case per check (and one errored case when the run could
+    not judge), rule coverage as properties and output, the gates as a suite of their own."""
     total = totals(report)
     suites = ET.Element("testsuites", name="conformance")
     suite = ET.SubElement(
@@ -147,54 +156,63 @@ def junit(report: Report) -> ET.Element:
         error.text = f"setup problem: {report.setup_problem}\n(no check was judged)"
         ET.SubElement(case, "system-out").text = "\n".join(report.notes)
     for result in report.checks:
-        case = ET.SubElement(
-            suite, "testcase", classname=f"conformance.{result.family}", name=result.name
-        )
-        if result.status == "failed":
-            element = ET.SubElement(
-                case,
-                "failure",
-                message=f"{result.failed} failure(s): "
-                + "; ".join(f.message for f in result.failures[:3])[:500],
-                type=result.failures[0].rule,
-            )
-            element.text = failures_text(report, result.failures)
-        elif result.status == "skipped":
-            ET.SubElement(case, "skipped", message=result.skip_summary() or "not run")
-        out = [
-            f"requests={result.requests} judgements passed={result.passed} failed={result.failed}"
-        ]
-        if result.skipped:
-            out.append(f"skipped: {result.skip_summary()}")
-        out += [
-            f"warning: {g.example}" + (f" (×{g.count})" if g.count > 1 else "")
-            for g in group_warnings(result.warnings)
-        ]
-        ET.SubElement(case, "system-out").text = "\n".join(out)
+        _junit_case(suite, report, result)
     ET.SubElement(suite, "system-out").text = coverage_text(coverage)
     checked = gates(report, coverage)
     if checked:
-        unmet = [gate for gate in checked if not gate.met]
-        gate_suite = ET.SubElement(
-            suites,
-            "testsuite",
-            name="conformance-gates",
-            tests=str(len(checked)),
-            failures=str(len(unmet)),
-            skipped="0",
-            errors="0",
-            time="0.000",
-            timestamp=report.started,
-        )
-        for gate in checked:
-            case = ET.SubElement(
-                gate_suite, "testcase", classname="conformance.gates", name=gate.option
-            )
-            if not gate.met:
-                element = ET.SubElement(case, "failure", message=gate.detail, type="gate")
-                element.text = f"{gate.option}: {gate.detail}"
-            ET.SubElement(case, "system-out").text = gate.detail
+        _junit_gates(suites, report, checked)
     return suites
+
+
+def _junit_case(suite: ET.Element, report: Report, result: CheckResult) -> None:
+    """One check's test case: failed (its first failures), skipped (why), or passed; its
+    counts, skips and warnings as its output."""
+    case = ET.SubElement(
+        suite, "testcase", classname=f"conformance.{result.family}", name=result.name
+    )
+    if result.status == "failed":
+        element = ET.SubElement(
+            case,
+            "failure",
+            message=f"{result.failed} failure(s): "
+            + "; ".join(f.message for f in result.failures[:3])[:500],
+            type=result.failures[0].rule,
+        )
+        element.text = failures_text(report, result.failures)
+    elif result.status == "skipped":
+        ET.SubElement(case, "skipped", message=result.skip_summary() or "not run")
+    out = [f"requests={result.requests} judgements passed={result.passed} failed={result.failed}"]
+    if result.skipped:
+        out.append(f"skipped: {result.skip_summary()}")
+    out += [
+        f"warning: {g.example}" + (f" (×{g.count})" if g.count > 1 else "")
+        for g in group_warnings(result.warnings)
+    ]
+    ET.SubElement(case, "system-out").text = "\n".join(out)
+
+
+def _junit_gates(suites: ET.Element, report: Report, checked: list[Gate]) -> None:
+    """The run's gates (``--min-...`` options) as a suite of their own: an unmet gate fails."""
+    unmet = [gate for gate in checked if not gate.met]
+    gate_suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="conformance-gates",
+        tests=str(len(checked)),
+        failures=str(len(unmet)),
+        skipped="0",
+        errors="0",
+        time="0.000",
+        timestamp=report.started,
+    )
+    for gate in checked:
+        case = ET.SubElement(
+            gate_suite, "testcase", classname="conformance.gates", name=gate.option
+        )
+        if not gate.met:
+            element = ET.SubElement(case, "failure", message=gate.detail, type="gate")
+            element.text = f"{gate.option}: {gate.detail}"
+        ET.SubElement(case, "system-out").text = gate.detail
 
 
 def coverage_properties(coverage: Coverage) -> dict[str, object]:

@@ -385,18 +385,7 @@ def run_checks(
     emit = on_event or (lambda *_: None)
     results = {c.name: CheckResult(c.name, c.family, c.description) for c in checks}
     observers = [Context(session, c, results[c.name]) for c in checks if c.observe is not None]
-
-    def observe(exchange: Exchange) -> None:
-        for ctx in observers:
-            ctx.result.requests += 1
-            ctx.result.ran = True
-            try:
-                assert ctx.check.observe is not None
-                ctx.check.observe(ctx, exchange)
-            except Exception as exc:  # a crashing rule is reported, not fatal
-                ctx.fail("crash", f"the check crashed: {exc!r}", exchange=exchange, key=("crash",))
-        emit("exchange", exchange)
-
+    observe = _observing(observers, emit)
     session.target.observers.append(observe)
     session.target.on_wait = lambda wait: emit("wait", wait)
     contexts = {c.name: Context(session, c, results[c.name]) for c in checks}
@@ -412,14 +401,7 @@ def run_checks(
         runnable = [c for c in checks if c.run is not None]
         unprepared: set[str] = set()  # checks whose prepare was skipped or failed: not run
         if session.target.control is None:
-            for check in (c for c in runnable if c.prepare is not None):
-                emit("prepare-start", check)
-                result = results[check.name]
-                if _gated(session, check, result) or not _prepare(
-                    session, check, result, contexts[check.name]
-                ):
-                    unprepared.add(check.name)
-                emit("prepare-end", result)
+            unprepared = _prepare_first(session, runnable, contexts, emit)
             runnable.sort(key=lambda c: c.prepare is not None)  # stable: the prepared last
 
         def reserved(check: Check) -> bool:  # a probe's window is not kept back from the others
@@ -444,6 +426,40 @@ def run_checks(
         if not result.judgements and not result.skipped:
             result.skipped[NOTHING_TO_JUDGE] += 1  # never a vacuous pass
     return [results[c.name] for c in checks]
+
+
+def _observing(observers: list[Context], emit: Listener) -> Callable[[Exchange], None]:
+    """What the target calls with each exchange: every observer judges it (a crashing rule
+    is reported as the check's failure, never fatal), and the listener hears of it."""
+
+    def observe(exchange: Exchange) -> None:
+        for ctx in observers:
+            ctx.result.requests += 1
+            ctx.result.ran = True
+            try:
+                assert ctx.check.observe is not None
+                ctx.check.observe(ctx, exchange)
+            except Exception as exc:  # a crashing rule is reported, not fatal
+                ctx.fail("crash", f"the check crashed: {exc!r}", exchange=exchange, key=("crash",))
+        emit("exchange", exchange)
+
+    return observe
+
+
+def _prepare_first(
+    session: Session, runnable: list[Check], contexts: dict[str, Context], emit: Listener
+) -> set[str]:
+    """Against a deployment, every check's prepare before any check runs (events
+    ``prepare-start`` and ``prepare-end``); the names of those whose prepare was skipped or
+    failed (their results say why: they are not run)."""
+    unprepared: set[str] = set()
+    for check in (c for c in runnable if c.prepare is not None):
+        emit("prepare-start", check)
+        ctx = contexts[check.name]
+        if _gated(session, check, ctx.result) or not _prepare(session, check, ctx.result, ctx):
+            unprepared.add(check.name)
+        emit("prepare-end", ctx.result)
+    return unprepared
 
 
 def _take(session: Session, turn: Turn, ctx: Context, cut: set[str]) -> None:

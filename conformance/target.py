@@ -191,6 +191,27 @@ class Exchange:
     def capability_unavailable(self) -> bool:
         return self.status == 503 and self.code == "capability_unavailable"
 
+    @property
+    def ok(self) -> bool:
+        """A 2xx answer."""
+        return 200 <= self.status < 300
+
+    def answers(self, status: int, code: str) -> bool:
+        """The answer is ``status`` with the error ``code`` (``409``, ``conflict``)."""
+        return self.status == status and self.code == code
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The response body when it is a JSON object, else ``{}``."""
+        body = self.json()
+        return body if isinstance(body, dict) else {}
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """The ``details`` object of the body, else ``{}``."""
+        details = self.body.get("details")
+        return details if isinstance(details, dict) else {}
+
     def _mask(self, text: str) -> str:
         for secret, name in self.masks.items():
             if secret:

@@ -59,8 +59,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, cast
 
 from conformance.api import Outcome, RunConfig, execute
-from conformance.checks import _MODULES as CHECK_MODULES
-from conformance.checks import Check, all_checks, shard
+from conformance.checks import Check, all_checks, check_modules, shard
 from conformance.gcpolicy import collect_less_often
 from conformance.progress import Batch
 from conformance.results import CheckResult, Failure
@@ -77,7 +76,7 @@ JOIN_SECONDS = 10.0  # how long a worker that has sent its last word may take to
 #: it cannot import), costs each worker its import, never a wrong result.
 PRELOAD = (
     __name__,
-    *(f"conformance.checks.{module}" for module in CHECK_MODULES),
+    *(f"conformance.checks.{module}" for module in check_modules()),
     "mockserver.contract",
     "mockserver.fixtures",
     "mockserver.resources",

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -33,7 +34,7 @@ from mockserver.platform import prefer
 from mockserver.platform.auth import Caller, authenticate
 from mockserver.platform.envelope import Reply, json_response, new_request_id
 from mockserver.platform.errors import ApiError
-from mockserver.platform.faults import with_rate_limit
+from mockserver.platform.faults import Fault, with_rate_limit
 from mockserver.platform.idempotency import fingerprint
 from mockserver.platform.journal import Entry, kept
 from mockserver.platform.jsonbody import JsonReader
@@ -132,6 +133,30 @@ def error_response(error: ApiError) -> Response:
     return json_response(error.status, error.body(), dict(error.headers))
 
 
+@dataclass(slots=True)
+class Passage:
+    """One request on its way through the pipeline: what each step learned, for the next."""
+
+    request: Request
+    request_id: str
+    started: float  # perf_counter at arrival
+    path: str
+    op: Operation | None
+    path_params: dict[str, str]
+    fault: Fault | None = None
+    preferred: prefer.Preferred | prefer.Refused | None = None
+    rate: RateState | None = None
+    caller: Caller | None = None
+    raw: bytes | None = None  # the body's bytes, once read
+    replayed: bool = False
+
+    def found(self) -> Operation:
+        """The operation, or 404 ``not_found`` when no operation answers the method and path."""
+        if self.op is None:
+            raise ApiError("not_found", f"no operation answers {self.request.method} {self.path}")
+        return self.op
+
+
 class Dispatcher:
     """The pipeline, compiled once from the contract; each request names its runtime."""
 
@@ -146,105 +171,153 @@ class Dispatcher:
         await response(scope, receive, send)
 
     async def handle(self, request: Request, rt: Runtime) -> Response:
-        request_id = new_request_id()
-        started = time.perf_counter()
-        path = request_path(request)
-        op, path_params = self.router.match(request.method, path, encoded=True)
-        rate: RateState | None = None
-        replayed = False
-        caller: Caller | None = None
-        raw: bytes | None = None
+        """The numbered steps of the module's description, one method each."""
+        passage = self.route(request)  # 1, 2
         code: str | None = None
         try:
-            if rt.replica is not None and rt.replica.shared:
-                # Caught up with other processes sharing the store, in the same round trip
-                # as the caller's rate-limit count (when the caller can be told beforehand),
-                # once for the requests that arrived together.
-                await rt.replica.catch_up_together(self.counted_identity(rt, op, request))
-            if op is None:
-                raise ApiError("not_found", f"no operation answers {request.method} {path}")
-            rt.scheduler.tick()  # bring time-driven state up to now before answering
-            fault = rt.take_fault(op.operation_id, request.scope["path"])
-            if fault is not None:
-                if fault.delay_ms:
-                    await asyncio.sleep(fault.delay_ms / 1000)
-                if fault.before_auth:
-                    raise fault.error()  # type: ignore[misc]
-            preferred = prefer.requested(rt, op, request.headers)  # Prefer: code=... (or None)
-            if preferred is not None and (preferred.before_auth or op.public):
-                raise preferred.error()
+            await self.catch_up(passage, rt)
+            op = passage.found()
+            await self.fault_before_auth(passage, rt)  # 3
             if op.public:
-                # Public operations (the contract itself) need no key and are never counted.
-                rt.seams.admit_public(op, request.headers)
-                rate = rt.seams.count_public(rt, op, request.headers)
-                result = self.bindings[op.operation_id].func(rt)
-                response = result if isinstance(result, Response) else json_response(200, result)
+                response = self.answer_public(passage, rt)
             else:
-                caller = authenticate(
-                    rt.world,
-                    request.headers.get("authorization"),
-                    rt.faults.credential_store,
-                )
-                rate = rt.rate.hit(rt.seams.rate_identity(caller))
-                if not rate.allowed:
-                    raise rt.rate.refusal(rate)
-                rt.seams.check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
-                injected = fault.error() if fault is not None else None
-                if injected is None and preferred is not None:
-                    injected = preferred.error()
-                if injected is not None:
-                    raise with_rate_limit(injected, rate.reset_seconds)
-                validator = rt.validators[op.operation_id]
-                body = MISSING
-                if validator.accepts_body:
-                    raw = await self.read_raw(request)
-                    body = self.json.read(raw, request.headers)
-                query = list(request.query_params.multi_items())
-                headers = dict(request.headers)
-                query, headers, body = rt.seams.prepare_request(op, query, headers, body)
-                valid = validator.validate(path_params, query, headers, body)
-                binding = self.bindings[op.operation_id]
-                # Retried after a conflict only when other processes share the store.
-                transact = self._transact if rt.replica is None else self.transact
-                rt.seams.authorize(caller, op, binding.writes)
-                call = Call(
-                    rt, op, request_id, caller, valid.path, valid.query, valid.headers, valid.body
-                )
-                key = valid.headers.get(IDEMPOTENCY_HEADER)
-                if key is not None:
-                    print_ = fingerprint(
-                        op.operation_id, valid.path, None if body is MISSING else body
-                    )
-                    async with rt.seams.hold_key(rt.idempotency, caller.workspace_id, key):
-                        response, replayed = await transact(rt, binding, call, key, print_)
-                else:
-                    response, _ = await transact(rt, binding, call, None, "")
+                self.admit(passage, rt)  # 4, 5 (and the faults of 3 that come after them)
+                call, key, print_ = await self.read_and_validate(passage, rt)  # 6, 7, 8
+                response = await self.execute_once(passage, rt, call, key, print_)  # 9, 10
         except ApiError as error:
             response, code = error_response(error), error.code
         except StoreError as error:
-            log.error("store failed in %s %s: %s", request.method, path, error)
-            failure = store_unavailable(request_id)
+            log.error("store failed in %s %s: %s", request.method, passage.path, error)
+            failure = store_unavailable(passage.request_id)
             response, code = error_response(failure), failure.code
         except Exception:
-            log.exception("unhandled error in %s %s", request.method, path)
-            failure = ApiError("internal_error", f"internal error; quote request id {request_id}")
+            log.exception("unhandled error in %s %s", request.method, passage.path)
+            failure = ApiError(
+                "internal_error", f"internal error; quote request id {passage.request_id}"
+            )
             response, code = error_response(failure), failure.code
-        stamp_headers(response, request_id, rate)
+        return await self.respond(passage, rt, response, code)  # 11
+
+    def route(self, request: Request) -> Passage:
+        """Steps 1 and 2: a request id, and the operation the method and path name (or None)."""
+        request_id, started = new_request_id(), time.perf_counter()
+        path = request_path(request)
+        op, path_params = self.router.match(request.method, path, encoded=True)
+        return Passage(request, request_id, started, path, op, path_params)
+
+    async def catch_up(self, passage: Passage, rt: Runtime) -> None:
+        """With a store other processes share: caught up with them, in the same round trip as
+        the caller's rate-limit count (when the caller can be told beforehand), once for the
+        requests that arrived together."""
+        if rt.replica is not None and rt.replica.shared:
+            identity = self.counted_identity(rt, passage.op, passage.request)
+            await rt.replica.catch_up_together(identity)
+
+    async def fault_before_auth(self, passage: Passage, rt: Runtime) -> None:
+        """Step 3: time-driven state brought up to now; an injected fault's delay; a fault, or
+        a ``Prefer: code=`` answer, that comes before authentication (401, 5xx; any for a
+        public operation) answers here; the others are kept for after step 5."""
+        op = passage.found()
+        rt.scheduler.tick()
+        fault = passage.fault = rt.take_fault(op.operation_id, passage.request.scope["path"])
+        if fault is not None and fault.delay_ms:
+            await asyncio.sleep(fault.delay_ms / 1000)
+        if fault is not None and fault.before_auth:
+            raise fault.error()  # type: ignore[misc]
+        preferred = passage.preferred = prefer.requested(rt, op, passage.request.headers)
+        if preferred is not None and (preferred.before_auth or op.public):
+            raise preferred.error()
+
+    def answer_public(self, passage: Passage, rt: Runtime) -> Response:
+        """Public operations (the contract itself) need no key and are never counted."""
+        op, headers = passage.found(), passage.request.headers
+        rt.seams.admit_public(op, headers)
+        passage.rate = rt.seams.count_public(rt, op, headers)
+        result = self.bindings[op.operation_id].func(rt)
+        return result if isinstance(result, Response) else json_response(200, result)
+
+    def admit(self, passage: Passage, rt: Runtime) -> None:
+        """Steps 4 and 5: the key (401), the caller's rate limit (429), the workspace header
+        (403); then a kept fault or ``Prefer`` answer, with the rate-limit headers."""
+        headers = passage.request.headers
+        caller = passage.caller = authenticate(
+            rt.world, headers.get("authorization"), rt.faults.credential_store
+        )
+        rate = passage.rate = rt.rate.hit(rt.seams.rate_identity(caller))
+        if not rate.allowed:
+            raise rt.rate.refusal(rate)
+        rt.seams.check_workspace_slug(caller, headers.get("x-workspace-slug"))
+        injected = passage.fault.error() if passage.fault is not None else None
+        if injected is None and passage.preferred is not None:
+            injected = passage.preferred.error()
+        if injected is not None:
+            raise with_rate_limit(injected, rate.reset_seconds)
+
+    async def read_and_validate(
+        self, passage: Passage, rt: Runtime
+    ) -> tuple[Call, str | None, str]:
+        """Steps 6 to 8: the body read (413, 400), the request validated against the contract
+        (400) and the key's role checked (403). The call, its Idempotency-Key (or None) and
+        the request's fingerprint for that key."""
+        request, op, caller = passage.request, passage.found(), passage.caller
+        assert caller is not None
+        validator = rt.validators[op.operation_id]
+        body = MISSING
+        if validator.accepts_body:
+            passage.raw = await self.read_raw(request)
+            body = self.json.read(passage.raw, request.headers)
+        query = list(request.query_params.multi_items())
+        query, headers, body = rt.seams.prepare_request(op, query, dict(request.headers), body)
+        valid = validator.validate(passage.path_params, query, headers, body)
+        rt.seams.authorize(caller, op, self.bindings[op.operation_id].writes)
+        call = Call(
+            rt, op, passage.request_id, caller, valid.path, valid.query, valid.headers, valid.body
+        )
+        key = valid.headers.get(IDEMPOTENCY_HEADER)
+        print_ = (
+            ""
+            if key is None
+            else fingerprint(op.operation_id, valid.path, None if body is MISSING else body)
+        )
+        return call, key, print_
+
+    async def execute_once(
+        self, passage: Passage, rt: Runtime, call: Call, key: str | None, print_: str
+    ) -> Response:
+        """Steps 9 and 10: the handler in one transaction (retried after a conflict only when
+        other processes share the store); with an Idempotency-Key, held for the key and
+        replayed when it was answered before."""
+        binding = self.bindings[passage.found().operation_id]
+        transact = self._transact if rt.replica is None else self.transact
+        if key is None:
+            response, _ = await transact(rt, binding, call, None, "")
+            return response
+        assert passage.caller is not None
+        async with rt.seams.hold_key(rt.idempotency, passage.caller.workspace_id, key):
+            response, passage.replayed = await transact(rt, binding, call, key, print_)
+        return response
+
+    async def respond(
+        self, passage: Passage, rt: Runtime, response: Response, code: str | None
+    ) -> Response:
+        """Step 11: the envelope's headers, and the exchange in the journal."""
+        request, op = passage.request, passage.op
+        stamp_headers(response, passage.request_id, passage.rate)
         response = rt.seams.finish_response(op, response)
         rt.journal.record(
             Entry(
-                request_id=request_id,
+                request_id=passage.request_id,
                 method=request.method,
                 path=request.scope["path"],
                 query=request.scope.get("query_string", b""),
                 operation_id=op.operation_id if op else None,
                 status=response.status_code,
                 code=code,
-                caller=caller or self.journalled_caller(rt, request),
+                caller=passage.caller or self.journalled_caller(rt, request),
                 time=rt.clock.now(),
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                replayed=replayed,
-                request_body=kept(raw),
+                duration_ms=round((time.perf_counter() - passage.started) * 1000, 3),
+                replayed=passage.replayed,
+                request_body=kept(passage.raw),
                 response_body=kept(response.body),
                 request_headers=request.scope["headers"],
                 response_headers=response.raw_headers,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mockserver.resources import default_fixtures_path
 
-# Two looks of the delivery loop (platform/delivery.py: TICK), so that a live process renews
+# Two looks of the delivery loop (platform/delivery/worker.py: TICK), so that a live process renews
 # its claims before they lapse.
 MIN_DELIVERY_LEASE = 2.0
 

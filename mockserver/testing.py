@@ -51,7 +51,7 @@ from typing import Any
 
 import httpx
 
-from mockserver.platform import signing
+from mockserver.platform.delivery import signing
 from mockserver.platform.tls import tls_context
 from mockserver.webhook_cli import ENV_TOKEN
 

@@ -24,7 +24,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mockserver.platform import signing
+from mockserver.platform.delivery import signing
 from mockserver.platform.tls import tls_context
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mockserver.platform import signing
+from mockserver.platform.delivery import signing
 from tests.support.serve import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

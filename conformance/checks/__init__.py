@@ -22,11 +22,22 @@ A check that waits for long work (a job that takes minutes) may have a ``prepare
 check reads as ``ctx.prepared``. Against a deployment every prepare runs before the first check
 and the prepared checks run last, so their jobs run while the other checks do
 (conformance/runner.py).
+
+Every module of this package is a module of checks: :func:`check_modules` finds them with
+``pkgutil`` (a new module is found without being listed anywhere), and :func:`all_checks`
+imports them in the order of their names. A module that holds a family's own checks declares it
+(``FAMILY = "workflows"``); a module may also register checks of other families (``stated``,
+``semantics``). A run takes the families in the order of :data:`FAMILIES`; within a family the
+checks of the module that declares it first, then those of the other modules in the order of
+their names, each module's in the order it defines them. ``steps`` holds the steps the checks
+share and registers none.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -35,13 +46,11 @@ if TYPE_CHECKING:
     from conformance.runner import Context
     from conformance.target import Exchange
 
+#: The families, in the order a run takes them.
 FAMILIES = (
     "envelope", "auth", "pagination", "idempotency", "records", "workflows", "jobs", "webhooks",
     "limits", "schema", "model", "rate-limit",
 )  # fmt: skip
-_MODULES = ("envelope", "auth", "pagination", "idempotency", "webhooks", "limits", "schema",
-            "ratelimit", "stated", "semantics", "workflows", "records", "jobs",
-            "model", "concurrency")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -109,12 +118,24 @@ def observer(
     return register
 
 
+def check_modules() -> tuple[str, ...]:
+    """The modules of this package (``auth``, ``workflows``, …), in the order of their names."""
+    return tuple(sorted(module.name for module in pkgutil.iter_modules(__path__)))
+
+
 def all_checks() -> list[Check]:
-    """Every check, in the order a run executes them."""
-    for module in _MODULES:
-        importlib.import_module(f"conformance.checks.{module}")
-    order = {family: i for i, family in enumerate(FAMILIES)}
-    return sorted(REGISTRY.values(), key=lambda c: order[c.family])
+    """Every check, in the order a run executes them (this module's docstring says which)."""
+    for name in check_modules():
+        importlib.import_module(f"{__name__}.{name}")
+    families = {family: i for i, family in enumerate(FAMILIES)}
+    registered = {name: i for i, name in enumerate(REGISTRY)}
+
+    def order(c: Check) -> tuple[int, bool, str, int]:
+        module = getattr(c.run or c.observe, "__module__", __name__)
+        own = getattr(sys.modules[module], "FAMILY", None) == c.family
+        return families[c.family], not own, module, registered[c.name]
+
+    return sorted(REGISTRY.values(), key=order)
 
 
 class SelectionError(ValueError):

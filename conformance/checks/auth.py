@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from conformance.checks import check
-from conformance.checks.idempotency import balance
+from conformance.checks.steps import balance
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import missing_path_parameter, own_path_parameters
@@ -506,7 +506,7 @@ def credential_store_outage(ctx: Context) -> None:
             exchange = ctx.call(op, auth=auth, retry=False, pace=False, provoked=True)
             never = "an outage is never 401: " if exchange.status == 401 else ""
             if not ctx.expect(
-                exchange.status == 503 and exchange.code == "upstream_unavailable",
+                exchange.answers(503, "upstream_unavailable"),
                 "upstream-unavailable",
                 f"with the credential store unreachable, {who} answered {exchange.answered}"
                 f"; {never}expected 503 upstream_unavailable",

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from functools import partial
 
 from conformance.checks import check
-from conformance.checks.idempotency import NO_PAID_CALL, balance, first_success, replayable
+from conformance.checks.idempotency import NO_PAID_CALL, first_success, replayable
+from conformance.checks.steps import NO_BALANCE, balance
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
@@ -67,10 +68,6 @@ def _cost(exchange: Exchange) -> int | None:
     cost = body.get("cost") if isinstance(body, dict) else None
     credits = cost.get("credits") if isinstance(cost, dict) else None
     return credits if isinstance(credits, int) and not isinstance(credits, bool) else None
-
-
-def _ok(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
 
 
 def _rounds(ctx: Context) -> int:
@@ -139,12 +136,12 @@ def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bo
     ctx.target.require(AT_ONCE + (2 if paid else 0) + (ctx.phase != BREADTH))
     before = balance(ctx) if paid else None
     answers = _at_once(ctx, op, [request] * AT_ONCE)
-    successes = [a for a in answers if _ok(a)]
+    successes = [a for a in answers if a.ok]
     if not successes:
         return False
     for answer in answers:
         ctx.expect(
-            _ok(answer) or (answer.status, answer.code) in RETRY_REFUSALS,
+            answer.ok or (answer.status, answer.code) in RETRY_REFUSALS,
             "stated-refusal",
             f"{op.label}: of {AT_ONCE} calls at once with one Idempotency-Key, one answered "
             f"{answer.answered} (expected the operation's result, or 409 conflict, 429 "
@@ -166,7 +163,7 @@ def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bo
     if ctx.phase != BREADTH:
         retry = ctx.send(request, op)
         ctx.expect(
-            _ok(retry) and resource_id(retry.json()) == ids[0],
+            retry.ok and resource_id(retry.json()) == ids[0],
             "replayed-after",
             f"{op.label}: the call retried after the overlap answered {retry.answered} with id "
             f"{resource_id(retry.json())}; the overlapping calls answered {ids[0]}",
@@ -211,10 +208,10 @@ def _all_billed(ctx: Context, op: Operation, prepared: Prepared) -> bool:
     ctx.target.require(AT_ONCE + 2)
     before = balance(ctx)
     if before is None:
-        raise Skip("GET /v1/capabilities does not answer a balance")
+        raise Skip(NO_BALANCE)
     keyed = [prepared] + [_keyed(prepared, ctx.new_key()) for _ in range(AT_ONCE - 1)]
     answers = _at_once(ctx, op, keyed)
-    successes = [a for a in answers if _ok(a)]
+    successes = [a for a in answers if a.ok]
     if not successes:
         return False
     after = balance(ctx)

@@ -53,7 +53,7 @@ def _success_body_declared(ctx: Context, exchange: Exchange) -> bool:
 )
 def success_flag(ctx: Context, exchange: Exchange) -> None:
     body = exchange.json()
-    if 200 <= exchange.status < 300:
+    if exchange.ok:
         if not _success_body_declared(ctx, exchange):
             return
         ctx.expect(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks import check
+from conformance.checks.steps import NO_BALANCE, balance
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
@@ -27,21 +28,6 @@ def _quote(ctx: Context, op: Operation) -> str:
         f"#/paths/{op.path.replace('/', '~1')}/{op.method.lower()}",
         "Required (else 400 invalid_request)",
     )
-
-
-def balance(ctx: Context) -> int | None:
-    """The caller's credit balance, when the deployment's capabilities answer it."""
-    op = next(
-        (o for o in ctx.contract.full.operations.values() if o.path == "/v1/capabilities"), None
-    )
-    if op is None:
-        return None
-    exchange = ctx.call(op)
-    body = exchange.json()
-    credits = body.get("balance", {}).get("credits") if isinstance(body, dict) else None
-    if isinstance(body, dict) and isinstance(body.get("balance"), dict) and credits is not None:
-        return int(credits) if isinstance(credits, int) else None
-    return None
 
 
 @check(
@@ -125,7 +111,7 @@ def first_success(
             exchange = ctx.send(prepared, op)
             if ctx.unavailable(exchange):
                 break
-            if accept(exchange) if accept is not None else 200 <= exchange.status < 300:
+            if accept(exchange) if accept is not None else exchange.ok:
                 return op, prepared, exchange
     return None
 
@@ -143,8 +129,7 @@ def replay(ctx: Context) -> None:
     op, prepared, first = found
     second = ctx.send(prepared, op)
     ctx.expect(
-        200 <= second.status < 300
-        and resource_id(second.json()) == resource_id(first.json()) is not None,
+        second.ok and resource_id(second.json()) == resource_id(first.json()) is not None,
         "same-resource",
         f"the retry answered {second.status} with id {resource_id(second.json()) or '(none)'}; "
         f"the first call created {resource_id(first.json()) or '(none)'}",
@@ -162,7 +147,7 @@ def replay(ctx: Context) -> None:
 def single_charge(ctx: Context) -> None:
     start = balance(ctx)
     if start is None:
-        raise Skip("GET /v1/capabilities does not answer a balance")
+        raise Skip(NO_BALANCE)
     mark, paid = ctx.target.count, replayable(ctx, paid=True)
     found = first_success(ctx, paid)
     if found is None:
@@ -225,7 +210,7 @@ def _invalid_body(ctx: Context, op: Operation, body: bytes) -> bytes | None:
 
 def _replayed_failure(ctx: Context, first: Exchange, retry: Exchange, what: str) -> None:
     ctx.expect(
-        200 <= retry.status < 300 and resource_id(retry.json()) is not None,
+        retry.ok and resource_id(retry.json()) is not None,
         "key-freed",
         f"after {what} ({first.answered}), a valid call with the same key answered "
         f"{retry.answered}: the failed call held its key",
@@ -262,11 +247,11 @@ def _after_validation_failure(ctx: Context) -> None:
             ctx.skip(f"a body breaking the schema answered {failed.answered}")
             continue
         retry = ctx.send(_with_key(prepared, key), op)
-        if not 200 <= retry.status < 300 and _cannot_repeat(ctx, op, prepared, retry):
+        if not retry.ok and _cannot_repeat(ctx, op, prepared, retry):
             ctx.skip(f"{op.label} cannot be made twice ({retry.answered})")
             return
         _replayed_failure(ctx, failed, retry, "a call refused by validation")
-        if 200 <= retry.status < 300:
+        if retry.ok:
             ctx.expect(
                 resource_id(retry.json()) != resource_id(earlier.json()),
                 "new-resource",
@@ -324,7 +309,7 @@ def _after_payment_required(ctx: Context) -> None:
         control.set_credits(workspace, original)
         retry = ctx.send(_with_key(prepared, key), op)
         _replayed_failure(ctx, refused, retry, "a call refused with 402 and a top-up")
-        if 200 <= retry.status < 300:
+        if retry.ok:
             ctx.expect(
                 resource_id(retry.json()) != resource_id(earlier.json()),
                 "new-resource",

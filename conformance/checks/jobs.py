@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.checks import check, prepares
+from conformance.checks import check, prepares, steps
 from conformance.checks.idempotency import first_success
 from conformance.contract import ContractView, Operation
-from conformance.polling import beyond, job_polls, of_limit, polling_interval
+from conformance.polling import beyond, of_limit, polling_interval
 from conformance.refusals import refusal, refused_since
 from conformance.runner import Context, Skip
 from conformance.target import Exchange
@@ -234,20 +234,8 @@ def until_terminal(ctx: Context, job_ids: list[str]) -> dict[str, str | None]:
     def ended(found: dict[str, str | None]) -> bool:
         return all(s in terminal for s in found.values())
 
-    found = read()
-    if ctx.control is not None:
-        for _ in range(MOCK_HOURS - 1):
-            if ended(found):
-                break
-            ctx.control.advance(3600)
-            ctx.control.flush_deliveries()
-            found = read()
-        return found
-    if not ended(found):
-        for _ in job_polls(ctx, f"job {', '.join(job_ids)} to end"):
-            found = read()
-            if ended(found):
-                break
+    why = f"job {', '.join(job_ids)} to end"
+    found, _ = steps.polled(ctx, read, ended, why, step=3600, polls=MOCK_HOURS - 1, deliver=True)
     return found
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.checks import check
+from conformance.checks import check, steps
 from conformance.checks.idempotency import NO_PAID_CALL, first_success, replayable
 from conformance.contract import Operation
 from conformance.generation import Prepared
@@ -90,7 +90,7 @@ def payment_required(ctx: Context) -> None:
         control.set_credits(mock.workspace, original + 100000)
         exchange = _again(ctx, op, prepared, provoked=True)
         ctx.expect(
-            exchange.status == 402 and exchange.code == "budget_capped",
+            exchange.answers(402, "budget_capped"),
             "budget-capped-after-top-up",
             f"budget_capped must not clear with a top-up; got {exchange.answered}",
             exchange=exchange,
@@ -130,7 +130,7 @@ def capability_unavailable(ctx: Context) -> None:
     control = ctx.require_control()
     op, prepared = _working_paid_call(ctx)
     capabilities = ctx.request("GET", "/v1/capabilities", operation_id="getCapabilities").json()
-    names = [c.get("name") for c in (capabilities or {}).get("capabilities", []) if "name" in c]
+    names = list(steps.listed(capabilities))
     if not names:
         raise Skip("GET /v1/capabilities lists no capabilities")
     quote = ctx.held.quote("#/components/responses/ServiceUnavailable")
@@ -146,7 +146,7 @@ def capability_unavailable(ctx: Context) -> None:
         )
         exchange = _again(ctx, op, prepared, provoked=True)
         ctx.expect(
-            exchange.status == 503 and exchange.code == "capability_unavailable",
+            exchange.answers(503, "capability_unavailable"),
             "capability-unavailable",
             f"{op.label} with every capability unavailable answered {exchange.answered}",
             exchange=exchange,
@@ -215,7 +215,7 @@ def _bounded_string_field(ctx: Context) -> tuple[Operation, str, int]:
 
 # -- quote and charge ---------------------------------------------------------------------------
 
-CAPABILITIES = "getCapabilities"
+CAPABILITIES = steps.CAPABILITIES
 _PAID_AS = re.compile(r"Paid \(`([^`]+)`([^)]*)\)")  # "Paid (`video-render`, inferred name)"
 _PRICED_BY_WORK = re.compile(r"\(`([^`]+)`, \d+ credits\)")  # remix: "(`script`, 100 credits)"
 Items = list[tuple[str, int]]
@@ -231,23 +231,14 @@ class Catalogue:
 
 
 def _catalogue(ctx: Context) -> Catalogue | None:
-    op = ctx.contract.full.operations[CAPABILITIES]
-    body = ctx.call(op).json()
-    if not isinstance(body, dict) or not isinstance(body.get("balance"), dict):
-        return None
-    credits = body["balance"].get("credits")
-    entries = [
-        entry
-        for entry in body.get("capabilities") or []
-        if isinstance(entry, dict)
-        and isinstance(entry.get("name"), str)
-        and isinstance(entry.get("price"), int)
-    ]
-    if not isinstance(credits, int) or not entries:
+    body = ctx.call(ctx.contract.full.operations[CAPABILITIES]).json()
+    credits = steps.credits(body)
+    priced = {n: e for n, e in steps.listed(body).items() if isinstance(e.get("price"), int)}
+    if credits is None or not priced:
         return None
     return Catalogue(
-        {e["name"]: e["price"] for e in entries},
-        {e["name"]: e["options"] for e in entries if isinstance(e.get("options"), dict)},
+        {name: entry["price"] for name, entry in priced.items()},
+        {name: e["options"] for name, e in priced.items() if isinstance(e.get("options"), dict)},
         credits,
     )
 

@@ -58,7 +58,7 @@ def _through_a_link(
             if prepared is None:
                 continue
             exchange = ctx.send(prepared, source)
-            if ctx.unavailable(exchange) or not 200 <= exchange.status < 300:
+            if ctx.unavailable(exchange) or not exchange.ok:
                 continue
             values = {
                 name: link_value(str(expression), {}, exchange.json())
@@ -368,7 +368,7 @@ def deprecated_params(ctx: Context) -> None:
             if ctx.unavailable(exchange):
                 break
             ctx.expect(
-                200 <= exchange.status < 300,
+                exchange.ok,
                 "deprecated-accepted",
                 f"deprecated {param.name}={value} answered {exchange.answered}",
                 exchange=exchange,
@@ -403,7 +403,7 @@ def _deprecated_body_fields(ctx: Context) -> None:
             if exchange is None:
                 continue
             ctx.expect(
-                200 <= exchange.status < 300,
+                exchange.ok,
                 "deprecated-accepted",
                 f"a body with deprecated {name}={value!r} answered {exchange.answered}",
                 exchange=exchange,

@@ -50,10 +50,6 @@ class Reader:
     listed: bool
 
 
-def _success_2xx(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
-
-
 def _reader(view: ContractView, patch: Operation) -> Reader | None:
     """The GET on the PATCH's path, else the list at its parent path (whole contract)."""
     for op in view.operations.values():
@@ -92,7 +88,7 @@ def read_record(
         exchange = ctx.call(reader.op, path_parameters=path)
         body = exchange.json()
         record = body.get(reader.key) if isinstance(body, dict) else None
-        return exchange, record if _success_2xx(exchange) and isinstance(record, dict) else None
+        return exchange, record if exchange.ok and isinstance(record, dict) else None
     query: dict[str, Any] = {}
     held = ctx.held.operations.get(reader.op.operation_id, reader.op)  # limit may be inferred
     if (size := _page_size(held)) is not None:
@@ -101,7 +97,7 @@ def read_record(
     for _ in range(MAX_PAGES):
         exchange = ctx.call(reader.op, params=query)
         body = exchange.json()
-        if not _success_2xx(exchange) or not isinstance(body, dict):
+        if not exchange.ok or not isinstance(body, dict):
             break
         for item in body.get(reader.key) or []:
             if isinstance(item, dict) and item.get("id") == record_id:
@@ -287,7 +283,7 @@ def _update_fields(ctx: Context, op: Operation, reader: Reader, path: dict[str, 
         exchange = ctx.call(op, path_parameters=path, json_body={field: value})
         if ctx.unavailable(exchange):
             return
-        if not _success_2xx(exchange):
+        if not exchange.ok:
             continue  # refused (an unknown id, a rule of the record): another value is tried
         changed.append(field)
         read, after = read_record(ctx, reader, path, record_id)
@@ -410,7 +406,7 @@ def products_none(ctx: Context) -> None:
         if ctx.unavailable(exchange):
             return
         if not ctx.expect(
-            _success_2xx(exchange),
+            exchange.ok,
             "accepted",
             f"{op.label} with {field}={_show(value)} answered {exchange.answered}",
             exchange=exchange,

@@ -334,7 +334,7 @@ def _follow_links(ctx: Context, allowed: set[str]) -> None:
         if prepared is None:
             continue
         exchange = ctx.send(prepared, op)
-        if ctx.unavailable(exchange) or not 200 <= exchange.status < 300:
+        if ctx.unavailable(exchange) or not exchange.ok:
             continue
         used = {str(k): str(v) for k, v in (prepared.case.path_parameters or {}).items()}
         for name, link in links:
@@ -436,7 +436,7 @@ def _machine(ctx: Context, base: Any) -> Any:
                 raise StopRun(exhausted.reason) from None
             exchanges[case.id] = exchange
             statuses[case.id] = exchange.status
-            if case.method == "DELETE" and 200 <= exchange.status < 300:
+            if case.method == "DELETE" and exchange.ok:
                 deleted.update(str(v) for v in case.path_parameters.values())
             if exchange.status >= 500 and exchange.code not in _RETRYABLE:
                 ctx.fail(
@@ -543,7 +543,7 @@ def _judge_deprecated(
 ) -> tuple[int, int]:
     """Judge one response; answers (places judged, places seen)."""
     schema = ctx.held.success_schema(op)
-    if schema is None or not 200 <= exchange.status < 300:
+    if schema is None or not exchange.ok:
         return 0, 0
     places: dict[tuple[int, str], _Place] = {}
     _places(ctx.held, schema, exchange.json(), places)

@@ -98,7 +98,7 @@ def defaults_applied(ctx: Context) -> None:
         )
         if exchange is None:
             continue
-        if not 200 <= exchange.status < 300:
+        if not exchange.ok:
             ctx.skip(f"a request without the defaulted fields was refused ({exchange.status})")
             continue
         _judge_defaults(ctx, op, defaults, exchange, "answer")

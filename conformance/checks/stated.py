@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks import check, prepares
-from conformance.checks.idempotency import balance, first_success, resource_id
+from conformance.checks.idempotency import first_success, resource_id
 from conformance.checks.jobs import MOCK_HOURS, until_terminal
 from conformance.checks.jobs import statuses as job_statuses
+from conformance.checks.steps import NO_BALANCE, balance
 from conformance.checks.webhooks import _callback_operations, _receiver_needed, _subscribe, drive
 from conformance.contract import Operation
 from conformance.mockprocess import FixtureKey, fixture_keys
@@ -129,7 +130,7 @@ def capabilities_free(ctx: Context) -> None:
     quote = _quote(ctx, "#/paths/~1v1~1capabilities/get", Q_CAPABILITIES)
     seen = [balance(ctx)]  # back to back: nothing else of this run is sent in between
     if seen[0] is None:
-        raise Skip("GET /v1/capabilities does not answer a balance")
+        raise Skip(NO_BALANCE)
     for _ in range(READS):
         seen.append(balance(ctx))
     read = [b for b in seen if b is not None]
@@ -222,7 +223,7 @@ def unowned_project(ctx: Context) -> None:
     foreign, whose = _unowned_project_id(ctx)
     genre = _accepted_genre(ctx)
     before = balance(ctx)
-    other_before = balance_of(ctx, "second") if whose == "another workspace's" else None
+    other_before = balance(ctx, auth="second") if whose == "another workspace's" else None
 
     def unowned(body: dict[str, Any]) -> dict[str, Any]:
         return body | {"projectId": foreign} | ({"genre": genre} if genre else {})
@@ -247,7 +248,7 @@ def unowned_project(ctx: Context) -> None:
     )
     after = balance(ctx)
     if before is None or after is None:
-        ctx.skip("GET /v1/capabilities does not answer a balance")
+        ctx.skip(NO_BALANCE)
     else:
         ctx.expect(
             after == before,
@@ -257,7 +258,7 @@ def unowned_project(ctx: Context) -> None:
             quote=quote,
         )
     if other_before is not None:
-        other_after = balance_of(ctx, "second")
+        other_after = balance(ctx, auth="second")
         ctx.expect(
             other_after == other_before,
             "not-filed-elsewhere",
@@ -286,13 +287,6 @@ def _accepted_genre(ctx: Context) -> str | None:
         if isinstance(genres, list) and genres and isinstance(genres[0], str):
             return genres[0]
     return None
-
-
-def balance_of(ctx: Context, auth: str) -> int | None:
-    """The credit balance GET /v1/capabilities answers to the key ``auth``."""
-    body = ctx.call(_op(ctx, CAPABILITIES), auth=auth).json()
-    credits = body.get("balance", {}).get("credits") if isinstance(body, dict) else None
-    return credits if isinstance(credits, int) else None
 
 
 def _non_spending_key(ctx: Context) -> tuple[str, dict[str, str], str]:
@@ -390,7 +384,7 @@ def _start_job(
         return None
 
     def started(exchange: Exchange) -> bool:
-        return 200 <= exchange.status < 300 and bool(resource_id(exchange.json()))
+        return exchange.ok and bool(resource_id(exchange.json()))
 
     found = first_success(ctx, [op], salt="stated", body_update=update, accept=started)
     return None if found is None else (op, str(resource_id(found[2].json())))
@@ -524,6 +518,40 @@ def qa_failed_not_published(ctx: Context) -> None:
     def with_callback(body: dict[str, Any]) -> dict[str, Any]:
         return body | {"callbackUrl": url, "callbackSecret": secret}
 
+    op, job_id = _start_qa_failed(ctx, control, with_callback)
+    quote = _quote(ctx, "#/paths/~1v1~1jobs~1{jobId}/get", Q_QA_FAILED)
+    if until_terminal(ctx, [job_id]).get(job_id) != "qa_failed":
+        raise Skip("the job did not end qa_failed")
+    exchange, job = _read_job(ctx, job_id)
+    ctx.expect(
+        job is not None and job.get("artifacts") is None,
+        "no-media",
+        f"{op.label}'s job {job_id} ended qa_failed with artifacts "
+        f"{(job or {}).get('artifacts')!r} (expected null)",
+        exchange=exchange,
+        quote=quote,
+    )
+    _judge_no_artifact_event(ctx, job_id, quote)
+    drive(ctx, lambda ds: any(d.path == path for d in ds), full_schedule=False)
+    callbacks = [_body(d) for d in receiver.received(path)]
+    if not callbacks:
+        ctx.skip("no callback arrived for the qa_failed job")
+        return
+    ctx.expect(
+        all(b.get("artifacts") is None for b in callbacks),
+        "no-media",
+        f"the callback of qa_failed job {job_id} carries artifacts "
+        f"{[b.get('artifacts') for b in callbacks]!r} (expected null)",
+        quote=quote,
+        subject=op.label,
+    )
+
+
+def _start_qa_failed(
+    ctx: Context, control: Any, with_callback: Callable[[dict[str, Any]], dict[str, Any]]
+) -> tuple[Operation, str]:
+    """A job with a callback, its outcome decided qa_failed through the control plane: its
+    operation and id (:class:`Skip` when none could be started or decided)."""
     started, mark = None, ctx.target.count
     for op in _callback_operations(ctx):
         started = _start_job(ctx, op.operation_id, with_callback)
@@ -538,41 +566,20 @@ def qa_failed_not_published(ctx: Context) -> None:
     )
     if decided.status_code >= 400:
         raise Skip(f"the control plane did not decide the job's outcome ({decided.status_code})")
-    quote = _quote(ctx, "#/paths/~1v1~1jobs~1{jobId}/get", Q_QA_FAILED)
-    if until_terminal(ctx, [job_id]).get(job_id) != "qa_failed":
-        raise Skip("the job did not end qa_failed")
-    exchange, job = _read_job(ctx, job_id)
-    ctx.expect(
-        job is not None and job.get("artifacts") is None,
-        "no-media",
-        f"{op.label}'s job {job_id} ended qa_failed with artifacts "
-        f"{(job or {}).get('artifacts')!r} (expected null)",
-        exchange=exchange,
-        quote=quote,
-    )
+    return op, job_id
+
+
+def _judge_no_artifact_event(ctx: Context, job_id: str, quote: str) -> None:
+    """The qa_failed job's event stream (where the contract has one) says no artifact.ready."""
     events_op = ctx.held.operations.get(JOB_EVENTS)
-    if events_op is not None:
-        events = ctx.call(events_op, path_parameters={"jobId": job_id})
-        names = [
-            e.get("event") for e in (events.json() or {}).get("events", []) if isinstance(e, dict)
-        ]
-        ctx.expect(
-            "artifact.ready" not in names,
-            "no-media",
-            f"job {job_id} ended qa_failed and its event stream says artifact.ready ({names})",
-            exchange=events,
-            quote=quote,
-        )
-    drive(ctx, lambda ds: any(d.path == path for d in ds), full_schedule=False)
-    callbacks = [_body(d) for d in receiver.received(path)]
-    if not callbacks:
-        ctx.skip("no callback arrived for the qa_failed job")
+    if events_op is None:
         return
+    events = ctx.call(events_op, path_parameters={"jobId": job_id})
+    names = [e.get("event") for e in (events.json() or {}).get("events", []) if isinstance(e, dict)]
     ctx.expect(
-        all(b.get("artifacts") is None for b in callbacks),
+        "artifact.ready" not in names,
         "no-media",
-        f"the callback of qa_failed job {job_id} carries artifacts "
-        f"{[b.get('artifacts') for b in callbacks]!r} (expected null)",
+        f"job {job_id} ended qa_failed and its event stream says artifact.ready ({names})",
+        exchange=events,
         quote=quote,
-        subject=op.label,
     )

@@ -221,10 +221,32 @@ def judge_delivery(
     agree: dict[str, str | None],
 ) -> None:
     """Every rule one delivery must keep, each a named rule of the running check."""
+    where = f"delivery {delivery.header('x-service-event-id') or '?'} to {delivery.path}"
+    _judge_signed(ctx, delivery, secret, where)
+    try:
+        body = json.loads(delivery.body)
+    except ValueError:
+        ctx.fail("body", f"{where}: the body is not JSON", key=("json",), delivery=_show(delivery))
+        return
+    if definition is None:
+        definition = _delivery_definition(ctx, body.get("event") if isinstance(body, dict) else "")
+    if definition is None:
+        ctx.fail(
+            "event-name",
+            f"{where}: event {json.dumps(body.get('event'))} is not one the contract names",
+            key=("event-name",),
+            delivery=_show(delivery),
+        )
+        return
+    _judge_headers(ctx, delivery, definition, body, agree, where)
+    _judge_body(ctx, delivery, definition, body, where)
+
+
+def _judge_signed(ctx: Context, delivery: Delivery, secret: str, where: str) -> None:
+    """The signature over the timestamp and the raw body, and the timestamp's format."""
     quote = ctx.held.quote("#/components/parameters/DeliverySignature") or (
         "Signature = HMAC-SHA256, keyed by the secret, over `<timestamp>.<raw request body>`."
     )
-    where = f"delivery {delivery.header('x-service-event-id') or '?'} to {delivery.path}"
     timestamp = delivery.header("x-service-timestamp") or ""
     signature = delivery.header("x-service-signature") or ""
     ctx.expect(
@@ -244,21 +266,17 @@ def judge_delivery(
         key=("timestamp",),
         delivery=_show(delivery),
     )
-    try:
-        body = json.loads(delivery.body)
-    except ValueError:
-        ctx.fail("body", f"{where}: the body is not JSON", key=("json",), delivery=_show(delivery))
-        return
-    if definition is None:
-        definition = _delivery_definition(ctx, body.get("event") if isinstance(body, dict) else "")
-    if definition is None:
-        ctx.fail(
-            "event-name",
-            f"{where}: event {json.dumps(body.get('event'))} is not one the contract names",
-            key=("event-name",),
-            delivery=_show(delivery),
-        )
-        return
+
+
+def _judge_headers(
+    ctx: Context,
+    delivery: Delivery,
+    definition: dict[str, Any],
+    body: Any,
+    agree: dict[str, str | None],
+    where: str,
+) -> None:
+    """The delivery headers are there and agree with the body (and ``agree``)."""
     missing = [h for h in _header_names(ctx, definition) if delivery.header(h) is None]
     ctx.expect(
         not missing,
@@ -288,6 +306,12 @@ def judge_delivery(
         key=("agree",),
         delivery=_show(delivery),
     )
+
+
+def _judge_body(
+    ctx: Context, delivery: Delivery, definition: dict[str, Any], body: Any, where: str
+) -> None:
+    """The body's schemaVersion and schema, where the contract states them."""
     schema = _body_schema(ctx, definition)
     version = _schema_version(ctx, schema)
     if version is not None:
@@ -365,7 +389,7 @@ def _subscribe(ctx: Context, url: str, secret: str) -> tuple[Exchange, str | Non
     exchange = ctx.call(op, json_body=body, headers={"Idempotency-Key": ctx.new_key()})
     if ctx.unavailable(exchange):
         raise Skip(CAPABILITY_UNAVAILABLE)
-    if not 200 <= exchange.status < 300:
+    if not exchange.ok:
         ctx.fail(
             "subscribe",
             f"{op.label} answered {exchange.answered}",
@@ -407,7 +431,7 @@ def _first_started(
         exchange = ctx.send(prepared, op)
         if ctx.unavailable(exchange):
             continue
-        if 200 <= exchange.status < 300:
+        if exchange.ok:
             return exchange
     return None
 

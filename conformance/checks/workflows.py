@@ -16,17 +16,16 @@ prices are read from the same live catalogue.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.checks import check, prepares
-from conformance.checks.idempotency import balance
+from conformance.checks import check, prepares, steps
+from conformance.checks.steps import NO_BALANCE, Catalogue, Refusal
 from conformance.contract import Operation
 from conformance.idpool import missing, own_ids
-from conformance.polling import beyond, job_polls
+from conformance.polling import beyond
 from conformance.refusals import payment_refused
-from conformance.runner import CAPABILITY_UNAVAILABLE, NEEDS_CONTROL, Context, Skip
+from conformance.runner import NEEDS_CONTROL, Context, Skip
 from conformance.target import Exchange
 
 FAMILY = "workflows"
@@ -34,10 +33,7 @@ FAMILY = "workflows"
 # Capability names the interface document states for the remix's pricing rule.
 VIDEO_ANALYSIS, SCRIPT, SCENE_PLAN = "video-analysis", "script", "scene-plan"
 FOOTAGE = "footage"  # the footage capability (an inferred name: skipped when not listed)
-MOCK_STEP_SECONDS = 60.0  # mock time moved between two polls
-MOCK_POLLS = 30
 WORD_LIMIT = 5  # words per source on a transcript page: small, so a source has a next page
-NO_BALANCE = "GET /v1/capabilities does not answer a balance"
 NEEDS_VIDEO_URLS = (
     "needs video urls of known length (the bundled mock's catalogue; --mock): url sources "
     "not judged"
@@ -105,59 +101,6 @@ LEGACY_CURSOR = (
 # -- shared helpers ------------------------------------------------------------------------------
 
 
-def _operation(ctx: Context, operation_id: str) -> Operation:
-    """The operation, or :class:`Skip` when the contract lacks it or it may not be sent."""
-    op = ctx.held.operations.get(operation_id)
-    if op is None:
-        raise Skip(f"the contract has no {operation_id}")
-    reason = ctx.why_not_send(op)
-    if reason:
-        raise Skip(reason)
-    return op
-
-
-def _answered(ctx: Context, exchange: Exchange) -> Exchange:
-    """The exchange, or :class:`Skip` when its capability is unavailable."""
-    if exchange.capability_unavailable:
-        if exchange.operation_id:
-            ctx.session.unavailable.add(exchange.operation_id)
-        raise Skip(CAPABILITY_UNAVAILABLE)
-    return exchange
-
-
-def _ok(exchange: Exchange) -> bool:
-    return 200 <= exchange.status < 300
-
-
-def _is(exchange: Exchange, status: int, code: str) -> bool:
-    return exchange.status == status and exchange.code == code
-
-
-def _body(exchange: Exchange) -> dict[str, Any]:
-    body = exchange.json()
-    return body if isinstance(body, dict) else {}
-
-
-def _details(exchange: Exchange) -> dict[str, Any]:
-    details = _body(exchange).get("details")
-    return details if isinstance(details, dict) else {}
-
-
-def _send(
-    ctx: Context,
-    op: Operation,
-    body: Any = None,
-    *,
-    path: dict[str, str] | None = None,
-    **kwargs: Any,
-) -> Exchange:
-    """``op`` with ``body`` (a new Idempotency-Key where the operation takes one)."""
-    headers = {"Idempotency-Key": ctx.new_key()} if op.idempotency_key is not None else {}
-    if body is not None:
-        kwargs["json_body"] = body
-    return _answered(ctx, ctx.call(op, path_parameters=path, headers=headers, **kwargs))
-
-
 def _generated(
     ctx: Context, op: Operation, values: dict[str, Any], *, drop: tuple[str, ...] = ()
 ) -> Exchange:
@@ -176,63 +119,7 @@ def _generated(
     prepared = ctx.sample(op, salt="workflows", idempotency_key=ctx.new_key(), body_update=update)
     if prepared is None:
         raise Skip("no request could be generated")
-    return _answered(ctx, ctx.send(prepared, op))
-
-
-def _catalogue(ctx: Context) -> dict[str, dict[str, Any]]:
-    """The live catalogue of ``GET /v1/capabilities``, by capability name."""
-    op = ctx.held.operations.get("getCapabilities")
-    if op is None:
-        return {}
-    listed = _body(ctx.call(op)).get("capabilities")
-    if not isinstance(listed, list):
-        return {}
-    return {c["name"]: c for c in listed if isinstance(c, dict) and isinstance(c.get("name"), str)}
-
-
-def _price(catalogue: dict[str, dict[str, Any]], name: str) -> int | None:
-    price = catalogue.get(name, {}).get("price")
-    return price if isinstance(price, int) else None
-
-
-def _not_charged(
-    ctx: Context, before: int | None, exchange: Exchange, rule: str, quote: str
-) -> None:
-    """The balance is where it was before the refused ``exchange``."""
-    if before is None:
-        ctx.skip(NO_BALANCE)
-        return
-    after = balance(ctx)
-    ctx.expect(
-        after == before,
-        rule,
-        f"the balance went from {before} to {after} credits on a call the rule refuses "
-        f"(it answered {exchange.answered})",
-        exchange=exchange,
-        quote=quote,
-    )
-
-
-def _poll(
-    ctx: Context, read: Callable[[], Exchange], ready: Callable[[Exchange], bool], why: str
-) -> Exchange | None:
-    """Read until ``ready``: the mock's clock is moved; a deployment is polled at the
-    recommended interval for at most ``--job-wait`` seconds. None when it never became ready."""
-    exchange = read()
-    if ready(exchange):
-        return exchange
-    if ctx.control is not None:
-        for _ in range(MOCK_POLLS):
-            ctx.control.advance(MOCK_STEP_SECONDS)
-            exchange = read()
-            if ready(exchange):
-                return exchange
-        return None
-    for _ in job_polls(ctx, why):
-        exchange = read()
-        if ready(exchange):
-            return exchange
-    return None
+    return steps.answered(ctx, ctx.send(prepared, op))
 
 
 def _mock_videos(ctx: Context) -> tuple[list[str], str | None]:
@@ -265,8 +152,8 @@ def _mock_videos(ctx: Context) -> tuple[list[str], str | None]:
 
 def _autopilot(ctx: Context, channel_id: str) -> dict[str, Any] | None:
     exchange = ctx.call(ctx.operation("getAutopilot"), path_parameters={"channelId": channel_id})
-    autopilot = _body(exchange).get("autopilot")
-    return autopilot if _ok(exchange) and isinstance(autopilot, dict) else None
+    autopilot = exchange.body.get("autopilot")
+    return autopilot if exchange.ok and isinstance(autopilot, dict) else None
 
 
 def _save_autopilot(
@@ -277,11 +164,11 @@ def _save_autopilot(
     names = ctx.held.flatten(op.body_schema)["properties"] if op.body_schema else {}
     body = {name: settings[name] for name in names if name in settings}
     body["enabled"] = enabled
-    return _send(ctx, op, body, path={"channelId": channel_id})
+    return steps.send(ctx, op, body, path={"channelId": channel_id})
 
 
 def _start_run(ctx: Context, channel_id: str, **kwargs: Any) -> Exchange:
-    return _send(
+    return steps.send(
         ctx, ctx.operation("createAutopilotRun"), {"channelId": channel_id, "videos": 1}, **kwargs
     )
 
@@ -289,7 +176,7 @@ def _start_run(ctx: Context, channel_id: str, **kwargs: Any) -> Exchange:
 def _runs(ctx: Context) -> list[dict[str, Any]]:
     op = ctx.operation("listAutopilotRuns")
     params = {"limit": 100} if op.parameter("limit", "query") else {}
-    runs = _body(ctx.call(op, params=params)).get("runs")
+    runs = ctx.call(op, params=params).body.get("runs")
     return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
 
 
@@ -298,7 +185,7 @@ class _Autopilots:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.original: dict[str, dict[str, Any]] = {}
+        self.original: Catalogue = {}
 
     def settings(self, channel_id: str) -> dict[str, Any]:
         if channel_id not in self.original:
@@ -327,7 +214,7 @@ class _Autopilots:
 )
 def autopilot_paused(ctx: Context) -> None:
     for name in ("getAutopilot", "saveAutopilot", "createAutopilotRun", "listAutopilotRuns"):
-        _operation(ctx, name)
+        steps.operation(ctx, name)
     runs = _runs(ctx)
     waiting = next((r for r in runs if r.get("status") == "awaiting_approval"), None)
     failed = next((r for r in runs if r.get("status") == "failed"), None)
@@ -341,7 +228,7 @@ def autopilot_paused(ctx: Context) -> None:
     try:
         _judge_paused(ctx, autopilots, channel, waiting, failed)
         enabled = autopilots.set(channel, True)
-        if not _ok(enabled):
+        if not enabled.ok:
             raise Skip(f"the autopilot of {channel} could not be enabled ({enabled.answered})")
         _judge_enabled(ctx, autopilots, channel)
         mine = waiting if waiting and waiting.get("channelId") == channel else None
@@ -358,21 +245,19 @@ def _judge_paused(
     failed: dict[str, Any] | None,
 ) -> None:
     paused = autopilots.set(channel, False)
-    if not _ok(paused):
+    if not paused.ok:
         raise Skip(f"the autopilot of {channel} could not be paused ({paused.answered})")
-    before = balance(ctx)
-    run = _start_run(ctx, channel)
-    if _daily_limit(run):
-        ctx.skip(f"{DAILY_LIMIT.format(channel=channel)}: paused-manual-run not judged")
-    else:
-        ctx.expect(
-            _is(run, 409, "conflict"),
-            "paused-manual-run",
-            f"a manual run of a paused autopilot answered {run.answered}",
-            exchange=run,
-            quote=PAUSED,
-        )
-    _not_charged(ctx, before, run, "paused-not-charged", PAUSED)
+    steps.refused_without_charge(
+        ctx,
+        lambda: _start_run(ctx, channel),
+        Refusal(409, "conflict", "paused-manual-run", "paused-not-charged", PAUSED),
+        lambda run: f"a manual run of a paused autopilot answered {run.answered}",
+        waive=lambda run: (
+            f"{DAILY_LIMIT.format(channel=channel)}: paused-manual-run not judged"
+            if _daily_limit(run)
+            else None
+        ),
+    )
     for operation_id, subject, status in (
         ("approveAutopilotRun", waiting, "awaiting_approval"),
         ("retryAutopilotRun", failed, "failed"),
@@ -386,12 +271,12 @@ def _judge_paused(
             continue
         if subject.get("channelId") != channel:
             refused = autopilots.set(subject["channelId"], False)
-            if not _ok(refused):
+            if not refused.ok:
                 ctx.skip(f"the autopilot of {subject['channelId']} could not be paused")
                 continue
-        exchange = _send(ctx, op, path={"runId": subject["id"]})
+        exchange = steps.send(ctx, op, path={"runId": subject["id"]})
         ctx.expect(
-            _is(exchange, 409, "conflict"),
+            exchange.answers(409, "conflict"),
             f"paused-{operation_id.removesuffix('AutopilotRun')}",
             f"{op.label} of a run {status} while its autopilot is paused answered "
             f"{exchange.answered}",
@@ -408,13 +293,13 @@ def _judge_enabled(ctx: Context, autopilots: _Autopilots, channel: str) -> None:
     if _daily_limit(run):
         ceiling = _daily_cap_ceiling(ctx)
         raised = autopilots.set(channel, True, maxVideosPerDay=ceiling) if ceiling else None
-        if raised is not None and _ok(raised):
+        if raised is not None and raised.ok:
             run = _start_run(ctx, channel)
         if _daily_limit(run):
             ctx.skip(f"{DAILY_LIMIT.format(channel=channel)}: enabled-manual-run not judged")
             return
     ctx.expect(
-        _ok(run),
+        run.ok,
         "enabled-manual-run",
         f"a manual run of the autopilot enabled again answered {run.answered}",
         exchange=run,
@@ -425,7 +310,7 @@ def _judge_enabled(ctx: Context, autopilots: _Autopilots, channel: str) -> None:
 def _daily_limit(exchange: Exchange) -> bool:
     """A 409 that states the day's video cap (``maxVideosPerDay``) is used up: its details say
     ``remainingToday`` 0, or name the contract's ``daily_video_cap_reached``."""
-    details = _details(exchange)
+    details = exchange.details
     return exchange.status == 409 and (
         details.get("remainingToday") == 0 or details.get("reason") == "daily_video_cap_reached"
     )
@@ -469,10 +354,12 @@ def _judge_governance(ctx: Context, channel: str, waiting: dict[str, Any] | None
             _governance(ctx, change)
             exchanges = [_start_run(ctx, channel, retry=False)]
             if waiting is not None and approve is not None:
-                exchanges.append(_send(ctx, approve, path={"runId": waiting["id"]}, retry=False))
+                exchanges.append(
+                    steps.send(ctx, approve, path={"runId": waiting["id"]}, retry=False)
+                )
             for exchange in exchanges:
                 ctx.expect(
-                    _is(exchange, status, code),
+                    exchange.answers(status, code),
                     f"governance-{rule}",
                     f"with governance {change} {exchange.method} {exchange.path} answered "
                     f"{exchange.answered} (expected {status} {code})",
@@ -487,7 +374,7 @@ def _judge_governance(ctx: Context, channel: str, waiting: dict[str, Any] | None
 
 
 def _job_id(exchange: Exchange) -> str | None:
-    job = _body(exchange).get("job")
+    job = exchange.body.get("job")
     return job.get("id") if isinstance(job, dict) and isinstance(job.get("id"), str) else None
 
 
@@ -496,13 +383,13 @@ def _proposal(ctx: Context, job_id: str) -> Exchange:
 
 
 def _generation(exchange: Exchange) -> Any:
-    proposal = _body(exchange).get("proposal")
+    proposal = exchange.body.get("proposal")
     return proposal.get("generation") if isinstance(proposal, dict) else None
 
 
 def _job_status(ctx: Context, job_id: str) -> str | None:
     exchange = ctx.call(ctx.operation("getJob"), path_parameters={"jobId": job_id})
-    job = _body(exchange).get("job")
+    job = exchange.body.get("job")
     return job.get("status") if isinstance(job, dict) else None
 
 
@@ -523,7 +410,7 @@ def _approve(ctx: Context, job_id: str, expected: Any = None) -> Exchange:
     body: dict[str, Any] = {"jobId": job_id}
     if expected is not None:
         body["expectedGeneration"] = expected
-    return _send(ctx, ctx.operation("approveVideoEdit"), body)
+    return steps.send(ctx, ctx.operation("approveVideoEdit"), body)
 
 
 @check(
@@ -536,17 +423,17 @@ def _approve(ctx: Context, job_id: str, expected: Any = None) -> Exchange:
 )
 def approve_generation(ctx: Context) -> None:
     job_id: str = ctx.prepared
-    page = _poll(
+    page = steps.poll(
         ctx,
         lambda: _proposal(ctx, job_id),
-        lambda e: _ok(e) and _body(e).get("status") == "awaiting_review",
+        lambda e: e.ok and e.body.get("status") == "awaiting_review",
         f"footage edit {job_id} to propose its cuts (awaiting_review)",
     )
     if page is None:
         raise Skip(beyond(ctx, "the footage edit did not reach awaiting_review"))
     first = _affordable(_approve(ctx, job_id), "the first approval")
     if not ctx.expect(
-        _ok(first),
+        first.ok,
         "first-approval",
         f"the first approval (expectedGeneration omitted) answered {first.answered}",
         exchange=first,
@@ -556,9 +443,9 @@ def approve_generation(ctx: Context) -> None:
     render_id = _job_id(first) or job_id
     approved = _proposal(ctx, job_id)
     ctx.expect(
-        _body(approved).get("status") == "approved",
+        approved.body.get("status") == "approved",
         "approved",
-        f"after the first approval the proposal is {_body(approved).get('status')!r}",
+        f"after the first approval the proposal is {approved.body.get('status')!r}",
         exchange=approved,
         quote=FIRST_APPROVAL,
     )
@@ -573,14 +460,14 @@ def approve_generation(ctx: Context) -> None:
 def _start_footage_edit(ctx: Context) -> str:
     """A footage edit, to be approved once it proposes its cuts: its job id."""
     for name in ("approveVideoEdit", "getJobProposal", "getJob"):
-        _operation(ctx, name)
-    edit_op = _operation(ctx, "editVideo")
-    if balance(ctx) is None:
+        steps.operation(ctx, name)
+    edit_op = steps.operation(ctx, "editVideo")
+    if steps.balance(ctx) is None:
         raise Skip(NO_BALANCE)
     short, _ = _mock_videos(ctx)
     edit = _generated(ctx, edit_op, {"footageUrls": short[:2]} if short else {})
     job_id = _job_id(edit)
-    if not _ok(edit) or job_id is None:
+    if not edit.ok or job_id is None:
         raise Skip(f"no footage edit could be started ({edit.answered})")
     return job_id
 
@@ -589,34 +476,32 @@ def _judge_render_not_ready(ctx: Context, job_id: str, render_id: str, generatio
     if _job_status(ctx, render_id) in _terminal(ctx):
         ctx.skip("the render finished before a re-cut could be asked for early")
         return
-    before = balance(ctx)
-    early = _approve(ctx, job_id, generation)
-    ctx.expect(
-        _is(early, 400, "invalid_request"),
-        "render-not-ready",
-        f"a re-cut while the current render is running answered {early.answered}",
-        exchange=early,
-        quote=NOT_READY,
+    steps.refused_without_charge(
+        ctx,
+        lambda: _approve(ctx, job_id, generation),
+        Refusal(
+            400, "invalid_request", "render-not-ready", "render-not-ready-not-charged", NOT_READY
+        ),
+        lambda early: f"a re-cut while the current render is running answered {early.answered}",
     )
-    _not_charged(ctx, before, early, "render-not-ready-not-charged", NOT_READY)
 
 
 def _judge_stale(ctx: Context, job_id: str, render_id: str, generation: Any) -> None:
     terminal = _terminal(ctx)
-    ended = _poll(
+    ended = steps.poll(
         ctx,
         lambda: ctx.call(ctx.operation("getJob"), path_parameters={"jobId": render_id}),
-        lambda e: (_body(e).get("job") or {}).get("status") in terminal,
+        lambda e: (e.body.get("job") or {}).get("status") in terminal,
         f"render {render_id} of the approved cut to end",
     )
     if ended is None:
         raise Skip(beyond(ctx, "the approved render did not end"))
-    status = (_body(ended).get("job") or {}).get("status")
+    status = (ended.body.get("job") or {}).get("status")
     if status != "done":
         raise Skip(f"the approved render ended {status}: no re-cut possible")
     recut = _affordable(_approve(ctx, job_id, generation), "a re-cut")
     if not ctx.expect(
-        _ok(recut),
+        recut.ok,
         "re-cut",
         f"a re-cut with expectedGeneration {generation} (the current one, render finished) "
         f"answered {recut.answered}",
@@ -633,18 +518,17 @@ def _judge_stale(ctx: Context, job_id: str, render_id: str, generation: Any) -> 
         quote=ctx.held.quote("#/paths/~1v1~1video~1edit~1approve/post", RECUT),
     ):
         return
-    before = balance(ctx)
-    stale = _approve(ctx, job_id, generation)
-    ctx.expect(
-        _is(stale, 409, "conflict") and _details(stale).get("currentGeneration") == current,
-        "stale-generation",
-        f"expectedGeneration {generation} (the proposal is at {current}) answered {stale.answered}"
-        f" with details.currentGeneration "
-        f"{_details(stale).get('currentGeneration')!r}",
-        exchange=stale,
-        quote=STALE_GENERATION,
+    steps.refused_without_charge(
+        ctx,
+        lambda: _approve(ctx, job_id, generation),
+        Refusal(409, "conflict", "stale-generation", "stale-not-charged", STALE_GENERATION),
+        lambda stale: (
+            f"expectedGeneration {generation} (the proposal is at {current}) answered "
+            f"{stale.answered} with details.currentGeneration "
+            f"{stale.details.get('currentGeneration')!r}"
+        ),
+        also=lambda stale: stale.details.get("currentGeneration") == current,
     )
-    _not_charged(ctx, before, stale, "stale-not-charged", STALE_GENERATION)
     _judge_cancelled(ctx, job_id, _job_id(recut), current)
 
 
@@ -660,16 +544,12 @@ def _judge_cancelled(ctx: Context, job_id: str, render_id: str | None, current: 
     if ctx.control.call("POST", f"/jobs/{render_id}/outcome", outcome).status_code >= 400:
         ctx.skip("the mock could not cancel the render: a cancelled cut not judged")
         return
-    before = balance(ctx)
-    cancelled = _approve(ctx, job_id, current)
-    ctx.expect(
-        _is(cancelled, 400, "invalid_request"),
-        "cancelled-cut",
-        f"a re-cut of a cancelled cut answered {cancelled.answered}",
-        exchange=cancelled,
-        quote=NOT_READY,
+    steps.refused_without_charge(
+        ctx,
+        lambda: _approve(ctx, job_id, current),
+        Refusal(400, "invalid_request", "cancelled-cut", "cancelled-not-charged", NOT_READY),
+        lambda cancelled: f"a re-cut of a cancelled cut answered {cancelled.answered}",
     )
-    _not_charged(ctx, before, cancelled, "cancelled-not-charged", NOT_READY)
 
 
 # -- remix pricing -----------------------------------------------------------------------------
@@ -687,12 +567,12 @@ def _transcript(n: int) -> dict[str, str]:
     spends=True,
 )
 def remix_pricing(ctx: Context) -> None:
-    op = _operation(ctx, "remixVideo")
-    catalogue = _catalogue(ctx)
-    missing = [n for n in (VIDEO_ANALYSIS, SCRIPT, SCENE_PLAN) if _price(catalogue, n) is None]
+    op = steps.operation(ctx, "remixVideo")
+    catalogue = steps.catalogue(ctx)
+    missing = [n for n in (VIDEO_ANALYSIS, SCRIPT, SCENE_PLAN) if steps.price(catalogue, n) is None]
     if missing:
         raise Skip(f"GET /v1/capabilities quotes no price for {', '.join(missing)}")
-    if balance(ctx) is None:
+    if steps.balance(ctx) is None:
         raise Skip(NO_BALANCE)
     short, long_url = _mock_videos(ctx)
     cases: list[tuple[str, list[dict[str, str]], str | None, dict[str, int]]] = [
@@ -713,16 +593,16 @@ def remix_pricing(ctx: Context) -> None:
     if long_url is None:
         ctx.skip(NEEDS_LONG_VIDEO)
         return
-    before = balance(ctx)
-    refused = _remix(ctx, op, [{"url": long_url}], None)
-    ctx.expect(
-        _is(refused, 400, "invalid_request"),
-        "long-video-refused",
-        f"a url source longer than the limit ({long_url}) answered {refused.answered}",
-        exchange=refused,
-        quote=REMIX_LENGTH,
+    steps.refused_without_charge(
+        ctx,
+        lambda: _remix(ctx, op, [{"url": long_url}], None),
+        Refusal(
+            400, "invalid_request", "long-video-refused", "long-video-not-charged", REMIX_LENGTH
+        ),
+        lambda refused: (
+            f"a url source longer than the limit ({long_url}) answered {refused.answered}"
+        ),
     )
-    _not_charged(ctx, before, refused, "long-video-not-charged", REMIX_LENGTH)
 
 
 def _remix(
@@ -737,19 +617,19 @@ def _remix(
 def _judge_price(
     ctx: Context,
     op: Operation,
-    catalogue: dict[str, dict[str, Any]],
+    catalogue: Catalogue,
     label: str,
     sources: list[dict[str, str]],
     output_format: str | None,
     work: dict[str, int],
 ) -> None:
-    expected = sum(int(_price(catalogue, name) or 0) * count for name, count in work.items())
-    before = balance(ctx)
+    expected = sum(int(steps.price(catalogue, name) or 0) * count for name, count in work.items())
+    before = steps.balance(ctx)
     exchange = _remix(ctx, op, sources, output_format)
-    if not _ok(exchange):
+    if not exchange.ok:
         ctx.skip(f"a remix of {label} was refused ({exchange.answered})")
         return
-    after = balance(ctx)
+    after = steps.balance(ctx)
     charged = None if before is None or after is None else before - after
     priced = " + ".join(f"{count} × {name}" for name, count in work.items())
     ctx.expect(
@@ -773,20 +653,20 @@ def _judge_price(
     spends=True,
 )
 def max_credits(ctx: Context) -> None:
-    if balance(ctx) is None:
+    if steps.balance(ctx) is None:
         raise Skip(NO_BALANCE)
-    catalogue = _catalogue(ctx)
+    catalogue = steps.catalogue(ctx)
     judged = [_judge_footage_cap(ctx, catalogue), _judge_agent_cap(ctx, catalogue)]
     if not any(judged):
         raise Skip("neither maxCredits rule could be judged")
 
 
-def _judge_footage_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool:
+def _judge_footage_cap(ctx: Context, catalogue: Catalogue) -> bool:
     op = ctx.held.operations.get("createFootage")
     if op is None or (reason := ctx.why_not_send(op)):
         ctx.skip(reason or "the contract has no createFootage")
         return False
-    unit_price = _price(catalogue, FOOTAGE)
+    unit_price = steps.price(catalogue, FOOTAGE)
     if not unit_price:
         ctx.skip(f"GET /v1/capabilities quotes no positive price for {FOOTAGE}")
         return False
@@ -808,13 +688,13 @@ def _judge_footage_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bo
     return True
 
 
-def _judge_agent_cap(ctx: Context, catalogue: dict[str, dict[str, Any]]) -> bool:
+def _judge_agent_cap(ctx: Context, catalogue: Catalogue) -> bool:
     op = ctx.held.operations.get("createAgentRun")
     remix = ctx.held.operations.get("remixVideo")
     if op is None or remix is None or (reason := ctx.why_not_send(op)):
         ctx.skip(reason or "the contract has no createAgentRun")
         return False
-    analysis = _price(catalogue, VIDEO_ANALYSIS)
+    analysis = steps.price(catalogue, VIDEO_ANALYSIS)
     short, _ = _mock_videos(ctx)
     if len(short) < 3:
         ctx.skip(NEEDS_VIDEO_URLS)
@@ -856,26 +736,25 @@ def _judge_cap(ctx: Context, op: Operation, values: dict[str, Any], price: int, 
     """``maxCredits`` one under ``price`` answers 409 conflict and is not charged; equal to
     it, the call is accepted."""
     capped_rule, not_charged_rule, at_cap_rule = cap.rules
-    before = balance(ctx)
-    capped = _generated(ctx, op, {**values, "maxCredits": price - 1})
-    # Which comes first, the cap's 409 or a 402, is not stated: a 402 judges neither.
-    if reason := payment_refused(capped):
-        ctx.skip(f"{reason}: {capped_rule} and {not_charged_rule} not judged")
-    else:
-        ctx.expect(
-            _is(capped, 409, "conflict"),
-            capped_rule,
-            f"{cap.under} answered {capped.answered}",
-            exchange=capped,
-            quote=cap.quote,
-        )
-        _not_charged(ctx, before, capped, not_charged_rule, cap.quote)
+
+    def paid_refused(exchange: Exchange) -> str | None:
+        # Which comes first, the cap's 409 or a 402, is not stated: a 402 judges neither.
+        reason = payment_refused(exchange)
+        return f"{reason}: {capped_rule} and {not_charged_rule} not judged" if reason else None
+
+    steps.refused_without_charge(
+        ctx,
+        lambda: _generated(ctx, op, {**values, "maxCredits": price - 1}),
+        Refusal(409, "conflict", capped_rule, not_charged_rule, cap.quote),
+        lambda capped: f"{cap.under} answered {capped.answered}",
+        waive_both=paid_refused,
+    )
     allowed = _generated(ctx, op, {**values, "maxCredits": price})
     if reason := payment_refused(allowed):
         ctx.skip(f"{reason}: {at_cap_rule} not judged")
         return
     ctx.expect(
-        _ok(allowed),
+        allowed.ok,
         at_cap_rule,
         f"{cap.at} answered {allowed.answered}",
         exchange=allowed,
@@ -896,7 +775,7 @@ def _transcript_page(ctx: Context, project_id: str, cursor: str | None = None) -
 
 def _paged_source(exchange: Exchange) -> dict[str, Any] | None:
     """A source of the page with a next cursor, a source id and a first word with an id."""
-    transcript = _body(exchange).get("transcript")
+    transcript = exchange.body.get("transcript")
     sources = transcript.get("sources") if isinstance(transcript, dict) else None
     for source in sources if isinstance(sources, list) else []:
         words = source.get("words") if isinstance(source, dict) else None
@@ -920,8 +799,8 @@ def _paged_source(exchange: Exchange) -> dict[str, Any] | None:
     creates=True,
 )
 def stale_word_cursor(ctx: Context) -> None:
-    _operation(ctx, "getProjectTranscript")
-    edit_op = _operation(ctx, "editProjectTranscript")
+    steps.operation(ctx, "getProjectTranscript")
+    edit_op = steps.operation(ctx, "editProjectTranscript")
     found = None
     for project_id in ctx.session.ids.ids_for("projectId")[:5]:
         source = _paged_source(_transcript_page(ctx, project_id))
@@ -933,35 +812,35 @@ def stale_word_cursor(ctx: Context) -> None:
     project_id, source = found
     cursor = source["wordsNextCursor"]
     fresh = _transcript_page(ctx, project_id, cursor)
-    if not _ok(fresh):
+    if not fresh.ok:
         raise Skip(f"the wordCursor was not accepted before any edit ({fresh.status})")
     word = source["words"][0]
     action, undo = ("restore", "cut") if word.get("cut") is True else ("cut", "restore")
     edit = {"action": action, "sourceId": source["id"], "wordIds": [word["id"]]}
     path = {"projectId": project_id}
-    changed = _send(ctx, edit_op, edit, path=path)
-    if not _ok(changed):
+    changed = steps.send(ctx, edit_op, edit, path=path)
+    if not changed.ok:
         raise Skip(f"the composition could not be changed ({changed.answered})")
     try:
         stale = _transcript_page(ctx, project_id, cursor)
         ctx.expect(
-            _is(stale, 409, "conflict") and _details(stale).get("reason") == "stale_cursor",
+            stale.answers(409, "conflict") and stale.details.get("reason") == "stale_cursor",
             "stale-cursor",
             f"a wordCursor issued before the composition changed answered {stale.answered}"
-            f" with details.reason {_details(stale).get('reason')!r}",
+            f" with details.reason {stale.details.get('reason')!r}",
             exchange=stale,
             quote=WORD_CURSOR,
         )
         restart = _transcript_page(ctx, project_id)
         ctx.expect(
-            _ok(restart),
+            restart.ok,
             "restart-first-page",
             f"the first page after the change answered {restart.answered}",
             exchange=restart,
             quote=WORD_CURSOR,
         )
     finally:
-        _send(ctx, edit_op, {**edit, "action": undo}, path=path)
+        steps.send(ctx, edit_op, {**edit, "action": undo}, path=path)
 
 
 # -- legacy cursors ------------------------------------------------------------------------------
@@ -986,14 +865,14 @@ def _legacy_cursor(ctx: Context, operation_id: str) -> str | None:
     "400 invalid_request (the cursor the bundled mock publishes)",
 )
 def legacy_projects_cursor(ctx: Context) -> None:
-    op = _operation(ctx, "listProjects")
+    op = steps.operation(ctx, "listProjects")
     cursor = _legacy_cursor(ctx, op.operation_id)
     if cursor is None:
         raise Skip(LEGACY_NEEDS_MOCK)
     since = op.definition.get("x-cursors-valid-from", "2026-10-10")
     exchange = ctx.call(op, params={"cursor": cursor})
     ctx.expect(
-        _is(exchange, 400, "invalid_request"),
+        exchange.answers(400, "invalid_request"),
         "legacy-cursor-refused",
         f"a cursor issued before {since} answered {exchange.answered}",
         exchange=exchange,

@@ -10,6 +10,9 @@ when that is not 0, else 1 when findings fail it, else 0.
 CI job that wraps an integration test run wants to hear of its client's mistakes as much as
 of the deployment's. Traffic that breaks the contract on purpose (a negative test suite, such
 as ``conformance run`` itself) says ``--fail-on deployment``.
+
+``--fallback-mock`` answers the operations a deployment still lacks with the bundled mock
+(conformance/proxy/fallback.py), started here once, after the judge's process is forked.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from urllib.parse import urlsplit
 from conformance.contract import Contract
 from conformance.profiles import PROFILES
 from conformance.proxy import relay
+from conformance.proxy.fallback import MockFallback
 from conformance.proxy.findings import Finding
 from conformance.proxy.forward import Forwarder, Seen
 from conformance.proxy.har import BODY_CHARS, ENTRIES, HarRecorder
@@ -105,6 +109,13 @@ def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout", type=float, default=300.0, metavar="SECONDS", help="upstream timeout"
+    )
+    parser.add_argument(
+        "--fallback-mock",
+        action="store_true",
+        help="an operation of the contract that the upstream answers 404 for its route (not "
+        "the contract's 404 envelope) or 501 is answered by the bundled mock instead, in a "
+        "sandbox of its own; the reports mark each fallback",
     )
     out = parser.add_argument_group("reports (written on exit)")
     out.add_argument("--report-json", type=Path, metavar="PATH")
@@ -225,8 +236,22 @@ def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int
         judging.process.kill()
         print(f"conformance proxy: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    fallback = None
+    if args.fallback_mock:
+        try:
+            fallback = MockFallback(contract, args.upstream, timeout=args.timeout).start()
+        except RuntimeError as exc:
+            judging.process.kill()
+            for each in relays:
+                each.stop()
+            print(f"conformance proxy: --fallback-mock: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+        line(f"fallback: operations the upstream lacks are answered by the bundled mock at "
+             f"{fallback.base_url}, sandbox {fallback.sandbox}")  # fmt: skip
     on_seen = around.seen(judging) if around else judging.seen
-    forwarder = Forwarder(args.upstream, on_seen, listen_path=path, timeout=args.timeout)
+    forwarder = Forwarder(
+        args.upstream, on_seen, listen_path=path, timeout=args.timeout, fallback=fallback
+    )
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{path}"
@@ -241,6 +266,8 @@ def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int
         server_thread.join(timeout=10)
     for each in relays:
         each.stop()
+    if fallback is not None:
+        fallback.stop()
     found = [finding for each in relays for finding in each.findings]
     code, summary = judging.stop(status, args.fail_on, found)
     line(f"stopped: {summary}; exit status {code}")

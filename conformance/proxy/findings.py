@@ -3,8 +3,9 @@
 A finding names the suite's check whose rule it judged (``rule``: the check's name, as a suite
 failure names it, so that a proxy finding and a suite failure read alike; ``conformance rules``
 maps each check to the interface document's rules). ``side`` says who broke it: the *client*
-(a request the contract refuses) or the *deployment* (a response, or a sequence of responses,
-that breaks a stated rule). A finding keeps the exchange that showed it, and that exchange's
+(a request the contract refuses), the *deployment* (a response, or a sequence of responses,
+that breaks a stated rule) or the bundled *mock* (an answer it gave in the deployment's stead,
+under ``--fallback-mock``). A finding keeps the exchange that showed it, and that exchange's
 ``x-request-id``, so that it can be found in the deployment's own logs.
 """
 
@@ -16,8 +17,11 @@ from typing import Any, Literal
 
 from conformance.target import Exchange
 
-Side = Literal["client", "deployment"]
+Side = Literal["client", "deployment", "mock"]
 SIDES: tuple[Side, ...] = ("client", "deployment")
+#: The side of what the bundled mock answered in the deployment's stead (``--fallback-mock``):
+#: a broken rule there is the mock's, never the deployment's.
+MOCK: Side = "mock"
 
 
 @dataclass

@@ -14,6 +14,10 @@ What it *keeps* of each exchange, for judging, is bounded: at most ``keep`` byte
 (:attr:`Seen.request_whole`, :attr:`Seen.response_whole`), so that nothing is judged on a
 truncated body. When it has forwarded an exchange it hands it to ``on_seen`` (which must not
 block: the proxy's session queues it for its judge thread).
+
+A ``fallback`` (``--fallback-mock``: conformance/proxy/fallback.py) is offered each answer whose
+status is one of its ``statuses``; when it takes the exchange it answers the client itself and
+fills the :class:`Seen`. Without one, forwarding pays a single test for it.
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
 from conformance.target import MAX_KEPT_BODY
+
+if TYPE_CHECKING:
+    from conformance.proxy.fallback import FallbackMark
 
 HOP_BY_HOP = frozenset(
     {
@@ -69,6 +76,17 @@ class Seen:
     request_whole: bool = True
     response_whole: bool = True
     started: float = field(default_factory=time.time)  # epoch seconds
+    fallback: FallbackMark | None = None  # what --fallback-mock did with it, if anything
+
+
+class Fallback(Protocol):
+    """Answers the client in the upstream's stead (conformance/proxy/fallback.py)."""
+
+    statuses: frozenset[int]
+
+    async def __call__(self, seen: Seen, response: httpx.Response, send: Any) -> bool: ...
+
+    async def aclose(self) -> None: ...
 
 
 class _Kept:
@@ -104,6 +122,7 @@ class Forwarder:
         listen_path: str = "",
         keep: int = MAX_KEPT_BODY,
         timeout: float = 300.0,
+        fallback: Fallback | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.base_path = urlsplit(self.upstream).path
@@ -111,6 +130,7 @@ class Forwarder:
         self.on_seen = on_seen
         self.keep = keep
         self.timeout = timeout
+        self.fallback = fallback
         self.client: httpx.AsyncClient | None = None
         self.unreachable = 0  # requests the upstream did not answer (502 from the proxy)
 
@@ -130,6 +150,8 @@ class Forwarder:
         if self.client is not None:
             await self.client.aclose()
             self.client = None
+        if self.fallback is not None:
+            await self.fallback.aclose()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -189,6 +211,13 @@ class Forwarder:
             self.unreachable += 1
             await _plain(send, 502, f"conformance proxy: the upstream did not answer: {exc!r}\n")
             return
+        if self.fallback is not None and response.status_code in self.fallback.statuses:
+            seen = Seen(method=method, url=url, request_headers=raw, request_body=kept.bytes(),
+                        status=response.status_code, response_headers=[], response_body=b"",
+                        elapsed=0.0, request_whole=kept.whole)  # fmt: skip
+            if await self.fallback(seen, response, send):
+                self.on_seen(seen)
+                return
         body = _Kept(self.keep)
         try:
             headers = [

@@ -33,9 +33,13 @@ class HarRecorder:
         self.body_chars = body_chars
         self.seen = 0
 
-    def add(self, exchange: Exchange, started: float) -> None:
+    def add(self, exchange: Exchange, started: float, note: str = "") -> None:
+        """Keep an exchange (``note``: said in its entry's comment, after its operation)."""
         self.seen += 1
-        self.entries.append(self._entry(exchange, started))
+        entry = self._entry(exchange, started)
+        if note:
+            entry["comment"] = f"{entry['comment']} ({note})".lstrip()
+        self.entries.append(entry)
 
     def _text(self, body: bytes) -> str:
         text = body[: self.body_chars * 4].decode("utf-8", "replace")

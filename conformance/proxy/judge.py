@@ -18,6 +18,15 @@ mock's control plane, a health check) are forwarded and counted, not judged. An 
 whose body was longer than the proxy keeps, or whose encoding it cannot decode, has that body
 left unjudged (its other rules are judged). It keeps, per check, how many judgements it made
 (for rule coverage) and, per operation, how many exchanges and findings.
+
+An exchange the bundled mock answered in the deployment's stead (``--fallback-mock``,
+conformance/proxy/fallback.py) is judged as the client saw it, but nothing of it is counted as
+the deployment's: its response and sequence findings are the *mock*'s (side ``mock``), its
+sequences are judged in a world of their own (the mock's records are not the deployment's),
+and its judgements count neither in the checks' tallies nor in rule coverage. A client's
+mistake there is still the client's. Each fallback is counted by operation and by what the
+upstream said (an operation the deployment lacks), and so is each exchange that could not fall
+back, with why.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from conformance.checks.limits import _judge_shortfall
 from conformance.checks.pagination import _stream_pointer
 from conformance.checks.schema import _carries_deprecated, _judge_deprecated
 from conformance.contract import Contract, Operation
-from conformance.proxy.findings import SIDES, Finding
+from conformance.proxy.findings import MOCK, SIDES, Finding
 from conformance.proxy.forward import Seen
 from conformance.proxy.redact import (
     API_KEY,
@@ -67,9 +76,13 @@ NOT_KEPT_WHOLE = "a body longer than the proxy keeps, or in an encoding it canno
 class OperationCounts:
     exchanges: int = 0
     findings: Counter[str] = field(default_factory=Counter)  # side -> findings
+    fallbacks: int = 0  # exchanges the bundled mock answered
 
     def to_dict(self) -> dict[str, Any]:
-        return {"exchanges": self.exchanges, **{side: self.findings[side] for side in SIDES}}
+        counts = {"exchanges": self.exchanges, **{side: self.findings[side] for side in SIDES}}
+        if self.fallbacks:
+            counts |= {"fallbacks": self.fallbacks, MOCK: self.findings[MOCK]}
+        return counts
 
 
 class Judge:
@@ -85,14 +98,7 @@ class Judge:
         self.results: dict[str, CheckResult] = {}  # check -> its judgements (failures counted)
         self.secrets = secret_fields(contract.document)
         self.prefix = _prefix(contract)
-        self.sequences: list[SequenceJudge] = [
-            IdempotentReplay(),
-            CursorWalk(contract),
-            JobLife(contract),
-            DeprecatedFields(self._deprecated),
-            PaymentRequired(),
-            CreatedReadable(),
-        ]
+        self.sequences = self._world()
         self.operations: dict[str, OperationCounts] = {}
         self.index = 0
         self.judged = 0
@@ -100,6 +106,11 @@ class Judge:
         self.failed: Counter[str] = Counter()  # check -> deployment findings
         self._carries: dict[str, bool] = {}  # operation -> its success body can carry one
         self._streams: dict[str, list[str] | None] = {}  # operation -> where its nextAfter is
+        self.fallbacks: Counter[tuple[str, int]] = Counter()  # (operation, upstream status)
+        self.fell_back = 0  # exchanges the mock answered, in all
+        self.not_fallen_back: Counter[tuple[str, int, str]] = Counter()  # (.., why)
+        self._mock_sequences: list[SequenceJudge] | None = None  # the mock's world
+        self._mocked = False  # judging an exchange the mock answered
 
     # -- what passed, as the suite's exchange ----------------------------------------------------
 
@@ -130,6 +141,8 @@ class Judge:
     def judge(self, seen: Seen) -> tuple[Exchange, list[Finding]]:
         exchange = self.exchange(seen)
         path = exchange.path
+        mark = seen.fallback
+        self._mocked = mark is not None and mark.answered
         if not (path == self.prefix or path.startswith(self.prefix + "/")):
             change = world_change(seen.method, path_below(seen.url, self.base_path))
             if change is not None:
@@ -138,6 +151,11 @@ class Judge:
             self.not_judged["outside the contract's paths"] += 1
             return exchange, []
         self.judged += 1
+        if mark is not None and mark.answered:
+            self.fallbacks[(mark.operation_id, mark.upstream_status)] += 1
+            self.fell_back += 1
+        elif mark is not None:
+            self.not_fallen_back[(mark.operation_id, mark.upstream_status, mark.why)] += 1
         op = self.contract.full.find(seen.method, path)
         if op is not None and self.contract.applicable(op):
             exchange.operation_id = op.operation_id
@@ -148,6 +166,7 @@ class Judge:
             exchange.operation_id or "(no operation)", OperationCounts()
         )
         counts.exchanges += 1
+        counts.fallbacks += self._mocked
         whole = seen.request_whole and seen.response_whole
         if not whole or (seen.response_body and not exchange.response_body):
             self.not_judged[NOT_KEPT_WHOLE] += 1
@@ -170,13 +189,32 @@ class Judge:
                 body_digest=digest(seen.request_body),
                 valid=valid and seen.request_whole,
             )
-            for sequence in self.sequences:
+            for sequence in self._mock_world() if self._mocked else self.sequences:
                 for check, found in sequence.see(observed).items():
                     self._tally(check, found)
                     findings += found
         for finding in findings:
+            if self._mocked and finding.side == "deployment":
+                finding.side = MOCK
             counts.findings[finding.side] += 1
         return exchange, findings
+
+    def _world(self) -> list[SequenceJudge]:
+        """A world's sequence judges (what they remember is that world's)."""
+        return [
+            IdempotentReplay(),
+            CursorWalk(self.contract),
+            JobLife(self.contract),
+            DeprecatedFields(self._deprecated),
+            PaymentRequired(),
+            CreatedReadable(),
+        ]
+
+    def _mock_world(self) -> list[SequenceJudge]:
+        """The sequence judges of the exchanges the bundled mock answered."""
+        if self._mock_sequences is None:
+            self._mock_sequences = self._world()
+        return self._mock_sequences
 
     def _request(self, op: Operation, seen: Seen, exchange: Exchange) -> list[Finding]:
         headers = dict(seen.request_headers)
@@ -327,7 +365,10 @@ class Judge:
 
     def _tally(self, name: str, found: list[Finding], passed: int | None = None) -> None:
         """Count one judgement of ``name`` (or ``passed`` passes): its deployment findings
-        failed, the rest passed (rule coverage counts both)."""
+        failed, the rest passed (rule coverage counts both). Nothing of an exchange the mock
+        answered is counted."""
+        if self._mocked:
+            return
         result = self.results.get(name)
         if result is None:
             check = self.checks[name]

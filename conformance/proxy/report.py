@@ -9,11 +9,17 @@ its exchange and a curl command. The JSON report is the proxy's own:
 * ``findings``: each as ``{rule, side, operationId, requestId, message, quote, seenAt,
   exchange}`` (the exchange with its curl command; the first ``FINDINGS_KEPT`` are listed,
   every one is counted);
-* ``totals``: findings by side (``client``, ``deployment``), and by rule and side;
+* ``totals``: findings by side (``client``, ``deployment``, and ``mock``: on answers the bundled
+  mock gave under ``--fallback-mock``), by rule and side, and the exchanges that fell back
+  (``fallbacks``);
 * ``rules``: rule coverage: the stated rules (conformance/rules.yaml) the observed traffic
   judged, through the checks that judged at least once;
 * ``checks``: per check, its judgements and its deployment findings;
-* ``operations``: per operationId, its exchanges and findings by side;
+* ``operations``: per operationId, its exchanges and findings by side (and, when the mock
+  answered some, ``fallbacks`` and ``mock``);
+* ``fallbacks``: what ``--fallback-mock`` did: per operation the exchanges the bundled mock
+  answered and what the upstream had said (404 for the route, 501: an operation the deployment
+  lacks; a note, not a finding), and the exchanges that could not fall back, with why;
 * ``addedLatency``: what forwarding added to the upstream's own time (p50, p99), measured
   inside the proxy over its latest exchanges.
 """
@@ -21,13 +27,14 @@ its exchange and a curl command. The JSON report is the proxy's own:
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from conformance import reports
-from conformance.proxy.findings import SIDES, Finding
+from conformance.proxy.findings import MOCK, SIDES, Finding
 from conformance.proxy.session import ProxySession
 from conformance.results import CheckResult, Failure, Report
 from conformance.rules import rules
@@ -80,11 +87,52 @@ def suite_report(session: ProxySession, upstream: str) -> Report:
         mock=False,
         checks=checks,
         requests=session.exchanges,
-        notes=[PROXY_NOTE, session.summary()],
+        notes=[PROXY_NOTE, session.summary(), *fallback_notes(session)],
         started=datetime.fromtimestamp(session.started, UTC).isoformat(),
         duration_seconds=max(0.0, datetime.now(UTC).timestamp() - session.started),
         options=["--base-url", upstream],
     )
+
+
+def fallback_notes(session: ProxySession) -> list[str]:
+    """The fallbacks in words, for the JUnit and HTML reports."""
+    report = fallbacks(session)
+    notes = []
+    if report["total"]:
+        answered = ", ".join(
+            f"{op} ({', '.join(f'{n} after {status}' for status, n in seen['upstream'].items())})"
+            for op, seen in report["operations"].items()
+        )
+        notes.append(
+            f"--fallback-mock: {report['total']} exchanges answered by the bundled mock, for "
+            f"operations the deployment lacks (the upstream said 404 for the route, or 501): "
+            f"{answered}; findings on them are the mock's (side mock), not the deployment's"
+        )
+    for each in report["notFallenBack"]:
+        notes.append(
+            f"--fallback-mock: {each['exchanges']} exchange(s) of {each['operationId']} "
+            f"(upstream said {each['upstreamStatus']}) not answered by the bundled mock: "
+            f"{each['why']}"
+        )
+    return notes
+
+
+def fallbacks(session: ProxySession) -> dict[str, Any]:
+    """What ``--fallback-mock`` did, for the JSON report."""
+    judge = session.judge
+    operations: dict[str, dict[str, Any]] = {}
+    for (op, status), n in sorted(judge.fallbacks.items()):
+        seen = operations.setdefault(op, {"exchanges": 0, "upstream": {}})
+        seen["exchanges"] += n
+        seen["upstream"][str(status)] = n
+    return {
+        "total": judge.fell_back,
+        "operations": operations,
+        "notFallenBack": [
+            {"operationId": op, "upstreamStatus": status, "why": why, "exchanges": n}
+            for (op, status, why), n in sorted(judge.not_fallen_back.items())
+        ],
+    }
 
 
 def rule_coverage(session: ProxySession) -> dict[str, Any]:
@@ -93,7 +141,7 @@ def rule_coverage(session: ProxySession) -> dict[str, Any]:
     judged_checks = {
         n for n, r in session.judge.results.items() if r.passed or session.judge.failed[n]
     }
-    judged_checks |= {f.rule for f in session.findings}
+    judged_checks |= {f.rule for f in session.findings if f.side != MOCK}
     stated = rules()
     proxy_checks = proxy_check_names(session)
     judgeable = [r for r in stated if set(r.judged_by) & proxy_checks]
@@ -140,7 +188,8 @@ def to_dict(session: ProxySession, upstream: str, exit_code: int | None = None) 
         | ({"the judge fell behind (queue full)": session.unjudged} if session.unjudged else {}),
         "totals": {
             "findings": sum(session.counts.values()),
-            **{side: session.counts[side] for side in SIDES},
+            **{side: session.counts[side] for side in (*SIDES, MOCK)},
+            "fallbacks": judge.fell_back,
             "listed": len(session.findings),
             "byRule": dict(sorted(by_rule.items())),
         },
@@ -151,6 +200,7 @@ def to_dict(session: ProxySession, upstream: str, exit_code: int | None = None) 
             for name, r in sorted(judge.results.items())
         },
         "operations": {k: v.to_dict() for k, v in sorted(judge.operations.items())},
+        "fallbacks": fallbacks(session),
         "exitCode": exit_code,
     }
 
@@ -175,5 +225,28 @@ def write(
         report = suite_report(session, upstream)
         if junit_xml is not None:
             reports.write_junit(report, junit_xml)
+            _junit_fallbacks(junit_xml, session)
         if report_html is not None:
             reports.write_html(report, report_html)
+
+
+def _junit_fallbacks(path: Path, session: ProxySession) -> None:
+    """The fallbacks in the JUnit report: a ``fallbacks`` property of the suite, and their notes
+    in its output (the suite's format keeps notes to its HTML)."""
+    notes = fallback_notes(session)
+    if not notes:
+        return
+    tree = ET.parse(path)
+    suite = tree.getroot().find("testsuite")
+    if suite is None:
+        return
+    properties = suite.find("properties")
+    if properties is None:
+        properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="fallbacks", value=str(session.judge.fell_back))
+    out = suite.find("system-out")
+    if out is None:
+        out = ET.SubElement(suite, "system-out")
+    out.text = "\n".join([*notes, out.text or ""]).rstrip("\n")
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)

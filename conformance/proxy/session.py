@@ -4,8 +4,10 @@ happen, and everything needed for the reports kept, bounded.
 The forwarder hands each exchange to :meth:`ProxySession.seen`, which only queues it (at most
 :data:`QUEUE_SIZE`; beyond, an exchange is forwarded but not judged, and counted so): one judge
 thread judges them in order, prints each finding as one line (``FINDING side rule operation:
-message [x-request-id ...]``), adds the exchange to the HAR archive, and keeps the first
-:data:`FINDINGS_KEPT` findings with their exchanges for the reports (every finding is counted).
+message [x-request-id ...]``) and each fallback to the bundled mock (``fallback: operation
+answered by the bundled mock (upstream said 404 for the route)``), adds the exchange to the
+HAR archive, and keeps the first :data:`FINDINGS_KEPT` findings with their exchanges for the
+reports (every finding is counted).
 A heartbeat prints a progress line, ``[conformance proxy MM:SS] ...`` in the style of
 conformance/progress.py, at most every :data:`HEARTBEAT_SECONDS` when something was judged.
 
@@ -24,7 +26,7 @@ import time
 from collections import Counter, deque
 from typing import Any, Protocol, TextIO
 
-from conformance.proxy.findings import SIDES, Finding
+from conformance.proxy.findings import MOCK, SIDES, Finding
 from conformance.proxy.forward import Seen
 from conformance.proxy.har import HarRecorder
 from conformance.proxy.judge import Judge
@@ -113,7 +115,11 @@ class ProxySession:
                 if seen.total:
                     self.added.append(max(0.0, seen.total - seen.elapsed))
             if self.har is not None:
-                self.har.add(exchange, seen.started)
+                mark = seen.fallback if seen.fallback and seen.fallback.answered else None
+                note = f"answered by the bundled mock ({mark.reason})" if mark else ""
+                self.har.add(exchange, seen.started, note)
+            if seen.fallback is not None:
+                self.print(seen.fallback.line())
             for finding in findings:
                 self.record(finding)
                 self.print(finding.line())
@@ -156,7 +162,10 @@ class ProxySession:
         }
 
     def summary(self) -> str:
-        sides = ", ".join(f"{self.counts[side]} {side}" for side in SIDES)
+        shown = (*SIDES, MOCK) if self.counts[MOCK] else SIDES
+        sides = ", ".join(f"{self.counts[side]} {side}" for side in shown)
+        if self.judge.fell_back:
+            sides += f"; {self.judge.fell_back} answered by the bundled mock"
         unjudged = f"; {self.unjudged} not judged (the judge fell behind)" if self.unjudged else ""
         return f"{self.exchanges} exchanges judged, findings: {sides}{unjudged}"
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from mockserver.platform import signing
+from mockserver.platform.delivery import signing
 from mockserver.runtime import Runtime
 from mockserver.seams import Headers, Seams
 from tests.defects.defect import Apply, Defect

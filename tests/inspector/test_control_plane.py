@@ -12,7 +12,8 @@ import pytest
 
 from mockserver.app import create_app
 from mockserver.control.inspector import POLICY
-from mockserver.platform import delivery, signing
+from mockserver.platform import delivery
+from mockserver.platform.delivery import signing
 from tests.conftest import TEST_SETTINGS
 from tests.support.control_check import CheckedControl
 from tests.support.inproc import InProcessClient

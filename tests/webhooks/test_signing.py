@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import signatures
-from mockserver.platform import signing
+from mockserver.platform.delivery import signing
 from mockserver.resources import fixtures_dir
 
 SIGNATURE_SHAPE = re.compile(r"sha256=[0-9a-f]{64}")

@@ -9,7 +9,7 @@
 - ``mockserver listen`` makes a *listener* subscription through the control plane
   (:func:`create_listener`): a normal subscription (listed, readable, deletable by the API, its
   secret never returned by it) marked ``_listener``, whose deliveries may reach loopback without
-  ``--allow-private-callbacks`` (platform/delivery.py). Changing its url drops the mark.
+  ``--allow-private-callbacks`` (platform/delivery/worker.py). Changing its url drops the mark.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Both webhook mechanisms (per-job callbacks and subscriptions) are signed the sam
 
 The bytes signed are the bytes sent: :func:`encode_body` produces them once and the caller sends
 that exact value, never a re-serialisation. The secret is keyed as its UTF-8 bytes.
+
+A delivery record is signed for each attempt by :func:`signed_delivery`, and each attempt's
+signature is checked again for the inspector by :func:`signature_check`.
 """
 
 from __future__ import annotations
@@ -91,3 +94,61 @@ def delivery_headers(
     else:
         headers["X-Service-Subscription-Id"] = str(subscription_id)
     return headers
+
+
+def signature_check(
+    record: dict[str, Any], secret: str | None, attempt: dict[str, Any]
+) -> dict[str, str]:
+    """Whether an attempt carried the signature the receiver must find: recomputed with the
+    delivery's stored secret (``secret``, opened; None when it cannot be) over its stored body
+    and the timestamp the attempt was sent with. ``verdict`` is ``valid``, ``invalid``,
+    ``unsigned`` (the attempt failed before it was signed: its secret could not be opened) or
+    ``unknown`` (the secret cannot be opened now, or the attempt was made by an older mock that
+    did not keep its signature); ``reason`` says why."""
+    signed = attempt.get("signed")
+    if signed is None:
+        return {"verdict": "unknown", "reason": "made before the mock kept what it signed"}
+    signature, timestamp = signed["signature"], signed["timestamp"]
+    if signature is None or timestamp is None:
+        return {
+            "verdict": "unsigned",
+            "reason": "no signature was sent: the attempt failed before it was signed",
+        }
+    if secret is None:
+        return {"verdict": "unknown", "reason": "the stored secret cannot be opened"}
+    body = record["body"].encode()
+    if signed.get("bodySha256") != hashlib.sha256(body).hexdigest():
+        return {"verdict": "invalid", "reason": "the body sent is not the event's stored body"}
+    if not TIMESTAMP_PATTERN.fullmatch(timestamp):
+        return {
+            "verdict": "invalid",
+            "reason": f"the timestamp {timestamp!r} is not UTC in whole seconds ending in Z",
+        }
+    if not verify(secret, timestamp, body, signature):
+        return {
+            "verdict": "invalid",
+            "reason": "the signature is not HMAC-SHA256(secret, <timestamp>.<body sent>)",
+        }
+    return {"verdict": "valid", "reason": "HMAC-SHA256(secret, <timestamp>.<body sent>)"}
+
+
+def signed_delivery(
+    record: dict[str, Any], secret: str, sent_at: datetime, number: int
+) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of attempt ``number`` of a delivery sent at ``sent_at``: the kept
+    body bytes, signed with the opened ``secret`` (the same for every attempt)."""
+    body = record["body"].encode()
+    ids = (
+        {"job_id": record["targetId"]}
+        if record["target"] == "callback"
+        else {"subscription_id": record["targetId"]}
+    )
+    headers = delivery_headers(
+        secret=secret,
+        timestamp=format_timestamp(sent_at),
+        body=body,
+        event=record["event"],
+        event_id=record["eventId"],
+        **ids,
+    )
+    return body, headers

@@ -1,9 +1,5 @@
-"""Signed, retried webhook deliveries: per-job callbacks and workspace subscriptions.
+"""The delivery worker: the background task that attempts each delivery record when it falls due.
 
-- Each delivery is a record in the world (``deliveries``): event, ``eventId``, url, the exact
-  body bytes (as text), the sealed secret, every attempt (when, status or error, latency),
-  the next attempt time and the final state (``pending``, ``delivered``, ``failed``, or
-  ``cancelled`` when its subscription was disabled or deleted before the attempt).
 - An attempt signs ``<timestamp>.<body>`` (signing.py), checks the url again against the
   address rules and connects only to the address it checked (urlpolicy.py), never follows a
   redirect, and gives up after ``x-limits.webhookDelivery.attemptTimeoutSeconds``.
@@ -28,10 +24,12 @@ import ipaddress
 import logging
 import secrets
 import time
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mockserver.platform import signing, urlpolicy
+from mockserver.platform import urlpolicy
+from mockserver.platform.delivery.records import SUBSCRIPTIONS, deliveries
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.tls import tls_context
 from mockserver.platform.transactions import plain
@@ -41,115 +39,7 @@ if TYPE_CHECKING:
     from mockserver.runtime import Runtime
 
 log = logging.getLogger("mockserver.delivery")
-SUBSCRIPTIONS = "webhookSubscriptions"  # the collection the webhooks area keeps subscriptions in
 RETRYABLE_STATUSES = frozenset({408, 429})
-
-
-def deliveries(rt: Runtime) -> dict[str, dict[str, Any]]:
-    return rt.world.deliveries()
-
-
-def _enqueue(
-    rt: Runtime,
-    workspace_id: str,
-    *,
-    target: str,
-    target_id: str,
-    url: str,
-    secret: str,
-    event: str,
-    event_id: str,
-    body: str,
-    replay_of: str | None = None,
-    listener: bool = False,
-) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "id": rt.world.ids.new("dlv"),
-        "workspaceId": workspace_id,
-        "target": target,
-        "targetId": target_id,
-        "url": url,
-        "event": event,
-        "eventId": event_id,
-        "body": body,
-        "secret": secret,  # sealed
-        "attempts": [],
-        "state": "pending",
-        "nextAttemptAt": rt.clock.now().timestamp(),
-        "createdAt": iso_z(rt.clock.now()),
-        "replayOf": replay_of,
-    }
-    if listener:
-        record["_listener"] = True  # may reach loopback (check_listener_address)
-    deliveries(rt)[record["id"]] = record
-    if rt.delivery is not None:
-        rt.delivery.wake()
-    return record
-
-
-def enqueue_callback(
-    rt: Runtime, workspace_id: str, job: dict[str, Any], payload: dict[str, Any]
-) -> None:
-    _enqueue(
-        rt,
-        workspace_id,
-        target="callback",
-        target_id=job["id"],
-        url=job["_callback"]["url"],
-        secret=job["_callback"]["secret"],
-        event=payload["event"],
-        event_id=payload["eventId"],
-        body=signing.encode_body(payload).decode(),
-    )
-
-
-def for_subscriptions(job: dict[str, Any], event: str) -> bool:
-    """Whether a job's event goes to webhook subscriptions: only for the kinds that notify
-    (footage edits, media analysis, publishing; ``_notify``, true or a list of event names),
-    never for renders from ``POST /v1/video/render`` nor 3D jobs."""
-    notify = job.get("_notify")
-    return notify is True or (isinstance(notify, list) and event in notify)
-
-
-def enqueue_subscriptions(
-    rt: Runtime, workspace_id: str, event: str, payload: dict[str, Any]
-) -> None:
-    """One delivery per enabled subscription of the workspace that wants this event."""
-    body = signing.encode_body(payload).decode()
-    for subscription in rt.world.records(workspace_id, SUBSCRIPTIONS):
-        if subscription["enabled"] and event in subscription["events"]:
-            _enqueue(
-                rt,
-                workspace_id,
-                target="subscription",
-                target_id=subscription["id"],
-                url=subscription["url"],
-                secret=subscription["_secret"],
-                event=event,
-                event_id=payload["eventId"],
-                body=body,
-                listener=bool(subscription.get("_listener")),
-            )
-
-
-def replay(rt: Runtime, delivery_id: str) -> dict[str, Any] | None:
-    """Deliver an event again: a new delivery with the same ``eventId`` and body."""
-    original = deliveries(rt).get(delivery_id)
-    if original is None:
-        return None
-    return _enqueue(
-        rt,
-        original["workspaceId"],
-        target=original["target"],
-        target_id=original["targetId"],
-        url=original["url"],
-        secret=original["secret"],
-        event=original["event"],
-        event_id=original["eventId"],
-        body=original["body"],
-        replay_of=original["id"],
-        listener=bool(original.get("_listener")),
-    )
 
 
 def check_listener_address(url: str, ip_text: str) -> None:
@@ -173,98 +63,6 @@ async def check_listener_url(url: str) -> urlpolicy.ResolvedTarget:
     return resolved
 
 
-def view(record: dict[str, Any]) -> dict[str, Any]:
-    """A delivery for the control plane (never its secret)."""
-    next_at = record["nextAttemptAt"]
-    return {
-        "id": record["id"],
-        "workspaceId": record["workspaceId"],
-        "target": record["target"],
-        ("jobId" if record["target"] == "callback" else "subscriptionId"): record["targetId"],
-        "url": record["url"],
-        "event": record["event"],
-        "eventId": record["eventId"],
-        "state": record["state"],
-        "attempts": record["attempts"],
-        "nextAttemptAt": iso_z(datetime.fromtimestamp(next_at, UTC))
-        if next_at is not None
-        else None,
-        "createdAt": record["createdAt"],
-        "replayOf": record["replayOf"],
-    }
-
-
-def checked_view(rt: Runtime, record: dict[str, Any]) -> dict[str, Any]:
-    """A delivery for the control plane, with its body and each attempt's signature checked
-    again (:func:`signature_check`): what the inspector shows."""
-    shown = view(record)
-    shown["body"] = record["body"]
-    secret = rt.secrets.open(record["secret"]) if record["attempts"] else None
-    shown["attempts"] = [
-        {**attempt, "signatureCheck": signature_check(record, secret, attempt)}
-        for attempt in record["attempts"]
-    ]
-    return shown
-
-
-def signature_check(
-    record: dict[str, Any], secret: str | None, attempt: dict[str, Any]
-) -> dict[str, str]:
-    """Whether an attempt carried the signature the receiver must find: recomputed with the
-    delivery's stored secret (``secret``, opened; None when it cannot be) over its stored body
-    and the timestamp the attempt was sent with. ``verdict`` is ``valid``, ``invalid``,
-    ``unsigned`` (the attempt failed before it was signed: its secret could not be opened) or
-    ``unknown`` (the secret cannot be opened now, or the attempt was made by an older mock that
-    did not keep its signature); ``reason`` says why."""
-    signed = attempt.get("signed")
-    if signed is None:
-        return {"verdict": "unknown", "reason": "made before the mock kept what it signed"}
-    signature, timestamp = signed["signature"], signed["timestamp"]
-    if signature is None or timestamp is None:
-        return {
-            "verdict": "unsigned",
-            "reason": "no signature was sent: the attempt failed before it was signed",
-        }
-    if secret is None:
-        return {"verdict": "unknown", "reason": "the stored secret cannot be opened"}
-    body = record["body"].encode()
-    if signed.get("bodySha256") != hashlib.sha256(body).hexdigest():
-        return {"verdict": "invalid", "reason": "the body sent is not the event's stored body"}
-    if not signing.TIMESTAMP_PATTERN.fullmatch(timestamp):
-        return {
-            "verdict": "invalid",
-            "reason": f"the timestamp {timestamp!r} is not UTC in whole seconds ending in Z",
-        }
-    if not signing.verify(secret, timestamp, body, signature):
-        return {
-            "verdict": "invalid",
-            "reason": "the signature is not HMAC-SHA256(secret, <timestamp>.<body sent>)",
-        }
-    return {"verdict": "valid", "reason": "HMAC-SHA256(secret, <timestamp>.<body sent>)"}
-
-
-def signed_delivery(
-    record: dict[str, Any], secret: str, sent_at: datetime, number: int
-) -> tuple[bytes, dict[str, str]]:
-    """The body and headers of attempt ``number`` of a delivery sent at ``sent_at``: the kept
-    body bytes, signed with the opened ``secret`` (the same for every attempt)."""
-    body = record["body"].encode()
-    ids = (
-        {"job_id": record["targetId"]}
-        if record["target"] == "callback"
-        else {"subscription_id": record["targetId"]}
-    )
-    headers = signing.delivery_headers(
-        secret=secret,
-        timestamp=signing.format_timestamp(sent_at),
-        body=body,
-        event=record["event"],
-        event_id=record["eventId"],
-        **ids,
-    )
-    return body, headers
-
-
 def retryable(status: int) -> bool:
     """An answer to retry: 408, 429 and 5xx (other 4xx and every 3xx end the delivery)."""
     return status in RETRYABLE_STATUSES or status >= 500
@@ -277,6 +75,23 @@ def jitter(event_id: str, attempt: int, ratio: float) -> float:
 
 
 TICK = 1.0  # seconds between two looks of the delivery loop at a real clock or a shared store
+
+
+@dataclass
+class Attempt:
+    """One attempt of a delivery, as it was made: what it was signed with and what came back
+    (a status, or an error; ``permanent`` when it must not be tried again)."""
+
+    number: int
+    sent_at: datetime
+    status: int | None = None
+    error: str | None = None
+    retry_after: int | None = None
+    permanent: bool = False
+    latency: float = 0.0  # ms
+    signed: dict[str, str | None] = field(
+        default_factory=lambda: {"signature": None, "timestamp": None, "bodySha256": None}
+    )
 
 
 class DeliveryWorker:
@@ -429,47 +244,15 @@ class DeliveryWorker:
         return record
 
     async def _attempt(self, delivery_id: str, token: str) -> None:
-        import httpx  # here, not at start-up: only deliveries need it (~45 ms to import)
-
+        """One attempt of a claimed delivery: sent, and its result written while the claim
+        still holds it (not after a reset, a restore or another process's takeover)."""
         rt = self.rt
         rt.catch_up()
         record = retrying_sync(rt, lambda: self._live_or_cancel(delivery_id, token))
         if record is None:
             return
-        number = len(record["attempts"]) + 1
-        sent_at = rt.clock.now()
-        started = time.perf_counter()
-        status: int | None = None
-        error: str | None = None
-        retry_after: int | None = None
-        permanent = False
-        signed: dict[str, str | None] = {"signature": None, "timestamp": None, "bodySha256": None}
-        try:
-            secret = rt.secrets.open(record["secret"])
-            if secret is None:
-                raise PermissionError(
-                    "the signing secret cannot be opened (snapshot from another data key)"
-                )
-            body, headers = rt.seams.delivery_message(record, secret, sent_at, number)
-            signed = {
-                "signature": headers.get("X-Service-Signature"),
-                "timestamp": headers.get("X-Service-Timestamp"),
-                "bodySha256": hashlib.sha256(body).hexdigest(),
-            }
-            status, retry_after = await self._send(record, body, headers)
-        except urlpolicy.UrlRefused as refused:
-            error, permanent = f"refused at delivery: {refused.message}", True
-        except PermissionError as exc:
-            error, permanent = str(exc), True
-        except httpx.TimeoutException:
-            error = "timeout"
-        except httpx.HTTPError as exc:
-            error = f"network error: {type(exc).__name__}: {exc}"
-        except Exception as exc:  # a receiver must never break the mock
-            log.exception("delivery attempt failed unexpectedly")
-            error = f"network error: {type(exc).__name__}"
-        latency = round((time.perf_counter() - started) * 1000, 1)
-        outcome = self._outcome(status, permanent)
+        attempt = Attempt(number=len(record["attempts"]) + 1, sent_at=rt.clock.now())
+        await self._make(record, attempt)
         rt.catch_up()
 
         def record_result() -> None:
@@ -477,19 +260,43 @@ class DeliveryWorker:
             if current is not None:
                 with rt.transaction():
                     del current["_claim"]
-                    self._record(
-                        current,
-                        number,
-                        sent_at,
-                        status,
-                        error,
-                        latency,
-                        outcome,
-                        retry_after,
-                        signed,
-                    )
+                    self._record(current, attempt)
 
         retrying_sync(rt, record_result)
+
+    async def _make(self, record: dict[str, Any], attempt: Attempt) -> None:
+        """Sign and send one attempt, and note on ``attempt`` what came of it (never raises:
+        a receiver must never break the mock)."""
+        import httpx  # here, not at start-up: only deliveries need it (~45 ms to import)
+
+        started = time.perf_counter()
+        try:
+            secret = self.rt.secrets.open(record["secret"])
+            if secret is None:
+                raise PermissionError(
+                    "the signing secret cannot be opened (snapshot from another data key)"
+                )
+            body, headers = self.rt.seams.delivery_message(
+                record, secret, attempt.sent_at, attempt.number
+            )
+            attempt.signed = {
+                "signature": headers.get("X-Service-Signature"),
+                "timestamp": headers.get("X-Service-Timestamp"),
+                "bodySha256": hashlib.sha256(body).hexdigest(),
+            }
+            attempt.status, attempt.retry_after = await self._send(record, body, headers)
+        except urlpolicy.UrlRefused as refused:
+            attempt.error, attempt.permanent = f"refused at delivery: {refused.message}", True
+        except PermissionError as exc:
+            attempt.error, attempt.permanent = str(exc), True
+        except httpx.TimeoutException:
+            attempt.error = "timeout"
+        except httpx.HTTPError as exc:
+            attempt.error = f"network error: {type(exc).__name__}: {exc}"
+        except Exception as exc:
+            log.exception("delivery attempt failed unexpectedly")
+            attempt.error = f"network error: {type(exc).__name__}"
+        attempt.latency = round((time.perf_counter() - started) * 1000, 1)
 
     def _live_or_cancel(self, delivery_id: str, token: str) -> dict[str, Any] | None:
         """A copy of the claimed delivery to send (the world may move on meanwhile), or None
@@ -505,39 +312,28 @@ class DeliveryWorker:
         copied: dict[str, Any] = plain(record)
         return copied
 
-    def _record(
-        self,
-        record: dict[str, Any],
-        number: int,
-        sent_at: datetime,
-        status: int | None,
-        error: str | None,
-        latency: float,
-        outcome: str,
-        retry_after: int | None,
-        signed: dict[str, str | None],
-    ) -> None:
+    def _record(self, record: dict[str, Any], attempt: Attempt) -> None:
         """Write one attempt's result (in a transaction of its own), with the signature,
         timestamp and body digest it was sent with (None when it was never signed)."""
-        rt = self.rt
+        outcome = self._outcome(attempt.status, attempt.permanent)
         record["attempts"].append(
             {
-                "attempt": number,
-                "at": iso_z(sent_at),
-                "status": status,
-                "error": error,
-                "latencyMs": latency,
+                "attempt": attempt.number,
+                "at": iso_z(attempt.sent_at),
+                "status": attempt.status,
+                "error": attempt.error,
+                "latencyMs": attempt.latency,
                 "outcome": outcome,
-                "signed": signed,
+                "signed": attempt.signed,
             }
         )
         if outcome == "delivered":
             record["state"], record["nextAttemptAt"] = "delivered", None
-        elif outcome == "permanent" or number >= int(self.policy["attempts"]):
+        elif outcome == "permanent" or attempt.number >= int(self.policy["attempts"]):
             record["state"], record["nextAttemptAt"] = "failed", None
         else:
-            record["nextAttemptAt"] = rt.clock.now().timestamp() + self._delay(
-                record, number, retry_after
+            record["nextAttemptAt"] = self.rt.clock.now().timestamp() + self._delay(
+                record, attempt.number, attempt.retry_after
             )
 
     def _target_live(self, record: dict[str, Any]) -> bool:
