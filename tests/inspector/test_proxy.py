@@ -233,3 +233,33 @@ def test_the_requests_view_shows_the_findings_inline(
             assert watched.check_answers() > 0
         finally:
             context.close()
+
+
+def test_with_a_control_token_the_page_asks_for_it_then_shows_the_exchanges(
+    browser: Any, upstream: Served, tmp_path: Path
+):
+    token = "proxy-page-token"
+    with (
+        InspectedProxy(upstream.base_url, tmp_path, "--control-token", token) as proxy,
+        httpx.Client(base_url=proxy.url, timeout=30) as client,
+    ):
+        assert client.get("/v1/capabilities", headers=AUTH).status_code == 200
+        context = browser.new_context(viewport=VIEWPORT, base_url=proxy.url)
+        try:
+            watched = Watched(context.new_page())
+            watched.allowed.append("status of 401")  # the browser logs the refused token
+            page = watched.page
+            page.goto("/_mock/ui")
+            expect(page.locator("#login")).to_be_visible()
+            page.locator("#token").fill("not-the-token")
+            page.locator("#login-form button").click()
+            expect(page.locator("#login-error")).to_contain_text("refused")
+            page.locator("#token").fill(token)
+            page.locator("#login-form button").click()
+            expect(page.locator("#app")).to_be_visible()
+            expect(page.locator("#requests tbody tr")).to_have_count(1)
+            expect(page.locator("#requests tbody tr")).to_contain_text("no finding")
+            assert watched.unexpected_errors() == [], "the page logged errors"
+            assert watched.check_answers() > 0
+        finally:
+            context.close()
