@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mockserver import webhook_cli
+from mockserver import proxy_cli, webhook_cli
 from mockserver.fixtures import FixtureError, load_fixtures
 from mockserver.platform.envelope import iso_z
 from mockserver.registry import StartupError
@@ -420,12 +420,14 @@ COMMANDS: dict[str, tuple[BuildParser, Run]] = {
     "serve": (build_serve_parser, serve),
     "listen": (webhook_cli.build_listen_parser, webhook_cli.run_listen),
     "trigger": (webhook_cli.build_trigger_parser, webhook_cli.run_trigger),
+    "proxy": (proxy_cli.build_proxy_parser, proxy_cli.run_proxy),
 }
 
 SUMMARIES: dict[str, str] = {
     "serve": "serve the mock (the default command)",
     "listen": "forward a running mock's webhooks to a local endpoint, signatures checked",
     "trigger": "make a webhook event happen now in a running mock (trigger --list)",
+    "proxy": "judge live traffic to a deployment, each exchange and its findings in the inspector",
 }
 
 

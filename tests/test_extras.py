@@ -102,6 +102,31 @@ def test_conformance_without_its_extra_names_the_command(
     )
 
 
+@pytest.mark.parametrize("way", ["directory", "index"])
+def test_mockserver_proxy_without_the_conformance_extra_names_the_command(
+    tmp_path: Path,
+    clone: Path,
+    way: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    from conformance import cli
+    from mockserver.cli import dispatch
+
+    distribution, expected = ways(tmp_path, clone)[way]
+    monkeypatch.setattr(extras.metadata, "distribution", lambda name: distribution)
+    real = cli.find_spec
+    monkeypatch.setattr(cli, "find_spec", lambda name: None if name == "rich" else real(name))
+    with pytest.raises(SystemExit) as exit_info:
+        dispatch(["proxy", "--upstream", "http://127.0.0.1:9"])
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        "mockserver proxy: the conformance suite is not installed (missing: rich); "
+        f"install it with: {expected}\n"
+    )
+
+
 @pytest.mark.parametrize("way", ["editable clone", "index"])
 def test_the_postgresql_store_without_psycopg_names_the_command(
     tmp_path: Path, clone: Path, way: str, monkeypatch: pytest.MonkeyPatch

@@ -55,7 +55,7 @@ NOT_RUN = {
     "Watching live traffic #1": "needs a staging deployment (staging.example.com), a test suite "
     "of yours and an endpoint of yours; tests/conformance/test_proxy.py and test_relay.py run "
     "conformance proxy with these options (--report-html, --har, -- COMMAND, --relay-to) against "
-    "the bundled mock",
+    "the bundled mock, and tests/inspector/test_proxy.py runs mockserver proxy",
     "The conformance suite #1": "two of its lines need a deployment at api.example.com, and "
     "verify-signature's S, T and SIG stand for a delivery's values; tests/conformance/test_cli.py "
     "runs list-checks, verify-signature and run --mock",

@@ -10,5 +10,6 @@ sending a request of its own.
 * session.py: findings printed as they happen, counted and kept for the reports;
 * process.py: the judge in a process of its own;
 * report.py, har.py: the reports and the HAR written on exit;
-* cli.py: ``conformance proxy`` itself (and ``-- COMMAND``).
+* cli.py: ``conformance proxy`` itself (and ``-- COMMAND``); its ``Around`` hook is how
+  ``mockserver proxy`` (mockserver/proxied.py) journals each exchange and serves the inspector.
 """

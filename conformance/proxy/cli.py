@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from conformance.contract import Contract
@@ -35,7 +35,7 @@ from conformance.profiles import PROFILES
 from conformance.proxy import relay
 from conformance.proxy.fallback import MockFallback
 from conformance.proxy.findings import Finding
-from conformance.proxy.forward import Forwarder
+from conformance.proxy.forward import Forwarder, Seen
 from conformance.proxy.har import BODY_CHARS, ENTRIES, HarRecorder
 from conformance.proxy.judge import Judge
 from conformance.proxy.process import JudgeProcess
@@ -48,15 +48,47 @@ PROXY_URL = "CONFORMANCE_PROXY_URL"
 DEFAULT_LISTEN = "127.0.0.1:8788"
 
 
+EPILOG = (
+    "exit status: 0 no finding that fails it; 1 findings (--fail-on); 2 a usage error; with -- "
+    "COMMAND: COMMAND's status when it is not 0."
+)
+
+
+class Around(Protocol):
+    """What a caller adds around the proxy: ``mockserver proxy`` journals each exchange, gives
+    it the judge's findings, and serves the mock's inspector on the proxy's port."""
+
+    def make_judge(self, contract: Contract, upstream: str) -> Judge:
+        """The judge (called in the judge's process)."""
+        ...
+
+    def seen(self, judging: JudgeProcess) -> Callable[[Seen], None]:
+        """What the forwarder hands each exchange to (it passes them on to ``judging.seen``)."""
+        ...
+
+    def app(self, forwarder: Forwarder) -> Any:
+        """The ASGI application served (the forwarder, or one in front of it)."""
+        ...
+
+    def lines(self, url: str) -> list[str]:
+        """What is said once the proxy listens at ``url``."""
+        ...
+
+
 def add_proxy_parser(commands: Any) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "proxy",
         help="forward live traffic to a deployment and judge it by the contract and the stated "
         "rules (passive conformance)",
         description=__doc__.split("\n\n")[0],
-        epilog="exit status: 0 no finding that fails it; 1 findings (--fail-on); 2 a usage "
-        "error; with -- COMMAND: COMMAND's status when it is not 0.",
+        epilog=EPILOG,
     )
+    add_proxy_arguments(parser)
+    return parser
+
+
+def add_proxy_arguments(parser: argparse.ArgumentParser) -> None:
+    """The proxy's options (``conformance proxy``'s, and ``mockserver proxy``'s)."""
     parser.add_argument("--upstream", required=True, metavar="URL", help="the deployment")
     parser.add_argument(
         "--listen",
@@ -105,7 +137,6 @@ def add_proxy_parser(commands: Any) -> argparse.ArgumentParser:
         metavar="-- COMMAND ARGS",
         help="run COMMAND with CONFORMANCE_PROXY_URL set; stop when it ends",
     )
-    return parser
 
 
 def add_relay_options(parser: argparse.ArgumentParser) -> None:
@@ -151,7 +182,8 @@ def parse_listen(text: str) -> tuple[str, int, str]:
     return host.strip("[]"), int(port), (slash + path).rstrip("/")
 
 
-def command_proxy(args: argparse.Namespace) -> int:
+def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int:
+    """Serve the proxy until stopped (or COMMAND ends); ``around``: what a caller adds."""
     parts = urlsplit(args.upstream)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         print(f"conformance proxy: --upstream must be an http(s) URL, not {args.upstream!r}",
@@ -173,7 +205,7 @@ def command_proxy(args: argparse.Namespace) -> int:
     contract = Contract(profile=args.profile)
 
     def make_session() -> ProxySession:
-        judge = Judge(contract, args.upstream)
+        judge = (around.make_judge if around else Judge)(contract, args.upstream)
         return ProxySession(judge, har=HarRecorder() if args.har else None, started=started)
 
     def write_reports(session: ProxySession, code: int) -> None:
@@ -222,14 +254,17 @@ def command_proxy(args: argparse.Namespace) -> int:
             return USAGE_ERROR
         line(f"fallback: operations the upstream lacks are answered by the bundled mock at "
              f"{fallback.base_url}, sandbox {fallback.sandbox}")  # fmt: skip
+    on_seen = around.seen(judging) if around else judging.seen
     forwarder = Forwarder(
-        args.upstream, judging.seen, listen_path=path, timeout=args.timeout, fallback=fallback
+        args.upstream, on_seen, listen_path=path, timeout=args.timeout, fallback=fallback
     )
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{path}"
-    server = _serve(forwarder, sock)
+    server = _serve(around.app(forwarder) if around else forwarder, sock)
     line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
+    for said in around.lines(url) if around else []:
+        line(said)
     status = _run(command, url, line) if command else _wait_for_signal()
     server.should_exit = True
     server_thread = getattr(server, "thread", None)
@@ -254,7 +289,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve(app: Forwarder, sock: socket.socket) -> Any:
+def _serve(app: Any, sock: socket.socket) -> Any:
     import uvicorn
 
     config = uvicorn.Config(

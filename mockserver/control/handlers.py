@@ -222,12 +222,16 @@ def list_requests(rt: Runtime, call: Validated) -> dict[str, Any]:
         workspace=query.get("workspace"),
         member=query.get("member"),
         after=query.get("after", 0),
+        findings=query.get("findings"),
     )
     journal = rt.journal
+    latest = journal.latest_seq
+    unsettled = journal.unsettled_seq()
     return {
         "requests": journal.entries(redact, _label, filters, query["limit"]),
-        "latestSeq": journal.latest_seq,
+        "latestSeq": latest,
         "oldestSeq": journal.oldest_seq,
+        "settledSeq": latest if unsettled is None else min(latest, unsettled - 1),
     }
 
 

@@ -76,6 +76,23 @@ class Entry:
     request_headers: RawHeaders
     response_headers: RawHeaders
     seq: int = 0  # given by Journal.record
+    proxied: Proxied | None = None  # an exchange ``mockserver proxy`` forwarded (else None)
+
+
+@dataclass(slots=True)
+class Proxied:
+    """What an entry of ``mockserver proxy`` adds: the deployment the exchange was forwarded
+    to, and the judge's verdict on it, which arrives after the entry is recorded (judging runs
+    in a process of its own): ``pending`` until then; ``judged`` with its ``findings`` (each
+    ``{"rule", "side", "message"}``); ``outside`` (below no path of the contract: forwarded,
+    not judged); ``dropped`` (the judge fell behind: forwarded, not judged)."""
+
+    upstream: str
+    verdict: str = "pending"
+    findings: tuple[dict[str, str], ...] = ()
+
+    def view(self) -> dict[str, Any]:
+        return {"upstream": self.upstream, "verdict": self.verdict, "findings": list(self.findings)}
 
 
 Redactor = Callable[[str, Any], Any]  # (operationId, parsed body) -> the body, secrets redacted
@@ -94,11 +111,13 @@ class Filters:
     workspace: str | None = None  # a workspace's slug
     member: str | None = None
     after: int = 0  # only entries with a greater seq
+    findings: str | None = None  # any, client or deployment: a proxied entry with such findings
 
     def admit(self, e: Entry) -> bool:
         caller = e.caller
         return (
             e.seq > self.after
+            and (self.findings is None or _found(e, self.findings))
             and self.operation_id in (None, e.operation_id)
             and self.status in (None, e.status)
             and self.status_class in (None, e.status // 100)
@@ -107,6 +126,14 @@ class Filters:
             and self.workspace in (None, caller.workspace_slug if caller else None)
             and self.member in (None, caller.member if caller else None)
         )
+
+
+def _found(e: Entry, side: str) -> bool:
+    """Whether a proxied entry's verdict holds a finding of ``side`` (``any``: of either)."""
+    proxied = e.proxied
+    if proxied is None:
+        return False
+    return any(side in ("any", f["side"]) for f in proxied.findings)
 
 
 def kept(raw: bytes | None) -> Body:
@@ -186,6 +213,12 @@ class Journal:
         """The number of the oldest entry kept (one past :attr:`latest_seq` when none is)."""
         return self._entries[0].seq if self._entries else self._seq + 1
 
+    def unsettled_seq(self) -> int | None:
+        """The number of the oldest entry whose view may still change (None: every entry is
+        final). The mock's own entries are final when recorded; ``mockserver proxy``'s stay
+        open until the judge's verdict arrives (and, with it, their findings)."""
+        return None
+
     def chosen(self, filters: Filters, limit: int = JOURNAL_SIZE) -> list[Entry]:
         """The newest ``limit`` entries that pass ``filters``, oldest first."""
         return [e for e in self._entries if filters.admit(e)][-limit:]
@@ -237,6 +270,7 @@ class Journal:
             "responseHeaders": response_headers,
             "requestBody": request_body,
             "responseBody": shown_body(entry.response_body, self._reader, own=True),
+            "proxied": None if entry.proxied is None else entry.proxied.view(),
         }
 
     def clear(self) -> None:

@@ -11,7 +11,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTENING = re.compile(r"listening on (\S+),")
@@ -25,6 +25,8 @@ def _env() -> dict[str, str]:
 class Proxy:
     """``with Proxy(upstream, tmp_path, *options) as proxy:`` runs the proxy for the block
     (stopped with SIGTERM); then ``proxy.status``, ``proxy.output``, ``proxy.report``."""
+
+    PROGRAM: ClassVar[tuple[str, ...]] = ("conformance", "proxy")  # run as python -m ...
 
     upstream: str
     folder: Path
@@ -43,7 +45,7 @@ class Proxy:
         return self.folder / "proxy.json"
 
     def __enter__(self) -> Proxy:
-        command = [sys.executable, "-m", "conformance", "proxy", "--upstream", self.upstream,
+        command = [sys.executable, "-m", *self.PROGRAM, "--upstream", self.upstream,
                    "--listen", "127.0.0.1:0", "--report-json", str(self.report_path),
                    *self.options]  # fmt: skip
         self.process = subprocess.Popen(

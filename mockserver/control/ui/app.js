@@ -29,6 +29,8 @@
     world: sessionStorage.getItem(WORLD_KEY) || "",
     view: "requests",
     lastSeq: 0,
+    settledSeq: 0, // every entry up to it is final (under mockserver proxy: its verdict is in)
+    proxy: null, // under mockserver proxy: { upstream }
     generation: 0,
     entries: new Map(), // seq -> journal entry shown
     selected: null, // seq of the exchange a person chose (null: the newest is shown)
@@ -167,13 +169,29 @@
     $("login").hidden = true;
     $("app").hidden = false;
     $("controls").hidden = false;
-    showView(location.hash.slice(1));
-    await refreshSandboxes();
+    showView(state.proxy ? "requests" : location.hash.slice(1));
+    if (!state.proxy) await refreshSandboxes();
     poll();
+  }
+
+  // Under mockserver proxy the control plane is the journal's reads only: the page shows the
+  // Requests view, each exchange forwarded with the judge's verdict, and a findings filter.
+  function proxyMode(proxy) {
+    state.proxy = proxy;
+    state.world = "";
+    document.title = "mockserver proxy inspector";
+    document.querySelector("h1").textContent = "mockserver proxy inspector";
+    for (const id of ["world-choice", "clock-controls", "member-filter", "world-note"]) $(id).hidden = true;
+    for (const tab of document.querySelectorAll(".tabs [data-view]")) tab.hidden = tab.dataset.view !== "requests";
+    $("findings-filter").hidden = false;
+    $("proxy-note").hidden = false;
+    $("proxy-note").textContent = `Forwarded to ${proxy.upstream}, each exchange judged by the contract and the stated rules.`;
+    $("requests-empty").textContent = "No exchange yet: send traffic through the proxy and it shows here.";
   }
 
   async function start() {
     const index = await control("GET", "/", undefined, undefined, { global: true });
+    if (index.proxy) proxyMode(index.proxy);
     state.tokenRequired = index.tokenRequired;
     if (state.tokenRequired && !state.token) {
       showLogin("");
@@ -186,7 +204,8 @@
     event.preventDefault();
     state.token = $("token").value.trim();
     try {
-      await control("GET", "/clock", undefined, undefined, { global: true });
+      if (state.proxy) await control("GET", "/requests", undefined, { limit: 1 }, { global: true });
+      else await control("GET", "/clock", undefined, undefined, { global: true });
     } catch (error) {
       showLogin(error.status === 401 ? "That token was refused." : error.message);
       return;
@@ -224,6 +243,10 @@
     state.polling = true;
     clearTimeout(timer);
     try {
+      if (state.proxy) {
+        await refreshRequests();
+        return;
+      }
       await refreshClock();
       await refreshRequests();
       if (state.view === "jobs") await refreshJobs();
@@ -318,12 +341,14 @@
       statusClass: $("filter-status").value,
       workspace,
       member: name,
+      findings: state.proxy ? $("filter-findings").value : "",
     };
   }
 
   function resetRequests() {
     state.generation += 1; // an answer to a request made before this is dropped
     state.lastSeq = 0;
+    state.settledSeq = 0;
     state.entries.clear();
     state.selected = null;
     state.shown = null;
@@ -331,7 +356,7 @@
     $("exchange").hidden = true;
   }
 
-  for (const id of ["filter-operation", "filter-status", "filter-member"]) {
+  for (const id of ["filter-operation", "filter-status", "filter-member", "filter-findings"]) {
     $(id).addEventListener("change", () => {
       resetRequests();
       poll();
@@ -342,9 +367,11 @@
   async function refreshRequests() {
     const first = state.lastSeq === 0;
     const generation = state.generation;
+    // From the last entry that is final: one still waiting for its verdict (mockserver proxy)
+    // is asked for again, and an entry a findings filter admits only once judged comes then.
     const answer = await control("GET", "/requests", undefined, {
       ...requestFilters(),
-      after: first ? undefined : state.lastSeq,
+      after: first ? undefined : Math.min(state.lastSeq, state.settledSeq),
       limit: first ? 200 : 1000,
     });
     if (generation !== state.generation) return; // the world or a filter changed meanwhile
@@ -358,14 +385,27 @@
       }
     }
     for (const entry of answer.requests) {
+      const known = state.entries.get(entry.seq);
+      if (known) {
+        // asked for again: shown anew when its verdict changed
+        if (JSON.stringify(known.proxied) === JSON.stringify(entry.proxied)) continue;
+        state.entries.set(entry.seq, entry);
+        body.querySelector(`tr[data-seq="${entry.seq}"]`)?.replaceWith(requestRow(entry));
+        if (state.shown === entry.seq) state.shown = null; // the pane shows it again
+        continue;
+      }
       state.entries.set(entry.seq, entry);
-      body.prepend(requestRow(entry)); // newest first
+      // newest first; one that comes late (judged after newer ones were shown) takes its place
+      const later = [...body.rows].filter((row) => Number(row.dataset.seq) > entry.seq);
+      if (later.length) later[later.length - 1].after(requestRow(entry));
+      else body.prepend(requestRow(entry));
       if (entry.operationId && !state.operations.has(entry.operationId)) {
         state.operations.add(entry.operationId);
         $("operations").append(el("option", { value: entry.operationId }));
       }
     }
     state.lastSeq = Math.max(state.lastSeq, answer.latestSeq);
+    state.settledSeq = answer.settledSeq;
     $("requests-empty").hidden = state.entries.size > 0;
     showCurrent();
   }
@@ -390,6 +430,8 @@
     if (entry.member) return `${entry.member} (${entry.role}, ${entry.workspace})`;
     const sent = entry.requestHeaders.authorization;
     if (!sent) return "no key";
+    // forwarded: whose key it is, the deployment knows; the journal shows its label
+    if (entry.proxied) return sent.startsWith("Bearer ") ? sent.slice(7) : "an Authorization header";
     return sent.startsWith("Bearer ") ? `invalid key (${sent.slice(7)})` : "malformed Authorization header";
   }
 
@@ -403,7 +445,8 @@
       el("td", { class: "mono time", text: time(entry.time) }),
       el("td", { class: "cut", title: key, text: key }),
       el("td", { title: `${operation}\n${target}` }, el("div", { class: "cut", text: operation }),
-        el("div", { class: "cut muted mono small", text: target })),
+        el("div", { class: "cut muted mono small", text: target }),
+        entry.proxied ? verdictLines(entry.proxied) : null),
       el("td", {}, badge(entry.status, statusClass(entry.status))),
       el("td", { class: "mono cut", title: entry.code, text: entry.code || "" }),
       el("td", { class: "num", text: `${entry.durationMs.toFixed(1)} ms` }),
@@ -417,6 +460,38 @@
       if (event.key === "Enter") choose();
     });
     return row;
+  }
+
+  // The judge's verdict on an exchange mockserver proxy forwarded: a badge, then one line per
+  // finding (side, rule: message).
+  function verdictBadge(proxied) {
+    const count = proxied.findings.length;
+    if (proxied.verdict === "judged") {
+      return count
+        ? badge(`${count} finding${count === 1 ? "" : "s"}`, "verdict verdict-found")
+        : badge("no finding", "verdict verdict-clean");
+    }
+    const words = {
+      pending: "being judged",
+      outside: "not judged: outside the contract",
+      dropped: "not judged: the judge fell behind",
+    };
+    return badge(words[proxied.verdict] || proxied.verdict, `verdict verdict-${proxied.verdict}`);
+  }
+
+  function findingLine(finding) {
+    return `${finding.side} ${finding.rule}: ${finding.message}`;
+  }
+
+  function verdictLines(proxied) {
+    return el("div", { class: "verdict-lines" }, verdictBadge(proxied),
+      proxied.findings.map((f) => el("div", { class: "cut small finding-line", title: findingLine(f), text: findingLine(f) })));
+  }
+
+  function verdictSection(proxied) {
+    const heading = el("h3", {}, "Forwarded to ", el("span", { class: "mono", text: proxied.upstream }), " ", verdictBadge(proxied));
+    if (!proxied.findings.length) return [heading];
+    return [heading, el("ul", { class: "findings" }, proxied.findings.map((f) => el("li", { class: "finding-line", text: findingLine(f) })))];
   }
 
   function headerList(headers) {
@@ -502,7 +577,8 @@
         entry.code ? ` ${entry.code}` : "",
         ` · ${entry.durationMs.toFixed(1)} ms`,
         entry.replayed ? " · idempotent replay" : "",
-        ` · request id ${entry.requestId}`),
+        ` · request id ${entry.requestId || "(none)"}`),
+      ...(entry.proxied ? verdictSection(entry.proxied) : []),
       el("h3", { text: "curl" }),
       el("div", { class: "copy" }, copyButton(curl), el("pre", { class: "curl", text: curl })),
       el("h3", { text: "Request headers" }),
