@@ -264,7 +264,7 @@ class Inspected:
             response_body=response_body,
             request_headers=_raw(seen.request_headers),
             response_headers=response_headers,
-            proxied=Proxied(self.upstream),
+            proxied=Proxied(self.upstream, fallback=_fallback(seen)),
         )
 
 
@@ -285,6 +285,12 @@ class Front:
                 await self.plane(scope, receive, send)
                 return
         await self.forwarder(scope, receive, send)
+
+
+def _fallback(seen: Seen) -> str | None:
+    """Why the bundled mock answered this exchange (``--fallback-mock``), or None."""
+    mark = seen.fallback
+    return f"answered by the bundled mock ({mark.reason})" if mark and mark.answered else None
 
 
 def _raw(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

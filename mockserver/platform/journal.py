@@ -85,14 +85,21 @@ class Proxied:
     to, and the judge's verdict on it, which arrives after the entry is recorded (judging runs
     in a process of its own): ``pending`` until then; ``judged`` with its ``findings`` (each
     ``{"rule", "side", "message"}``); ``outside`` (below no path of the contract: forwarded,
-    not judged); ``dropped`` (the judge fell behind: forwarded, not judged)."""
+    not judged); ``dropped`` (the judge fell behind: forwarded, not judged). ``fallback``: the
+    upstream lacked the operation and the bundled mock answered (``--fallback-mock``)."""
 
     upstream: str
     verdict: str = "pending"
     findings: tuple[dict[str, str], ...] = ()
+    fallback: str | None = None  # --fallback-mock: why the bundled mock answered in its stead
 
     def view(self) -> dict[str, Any]:
-        return {"upstream": self.upstream, "verdict": self.verdict, "findings": list(self.findings)}
+        return {
+            "upstream": self.upstream,
+            "verdict": self.verdict,
+            "findings": list(self.findings),
+            "fallback": self.fallback,
+        }
 
 
 Redactor = Callable[[str, Any], Any]  # (operationId, parsed body) -> the body, secrets redacted

@@ -107,6 +107,7 @@ def test_each_exchange_is_journalled_as_proxied_with_its_findings(upstream: Serv
             "upstream": upstream.base_url,
             "verdict": "judged",
             "findings": [],
+            "fallback": None,
         }
         assert capabilities["requestId"] == good.headers["x-request-id"]
         assert capabilities["requestHeaders"]["authorization"].startswith("Bearer key_")
@@ -263,3 +264,33 @@ def test_with_a_control_token_the_page_asks_for_it_then_shows_the_exchanges(
             assert watched.check_answers() > 0
         finally:
             context.close()
+
+
+async def _no_routes(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A deployment still being built: every path is a framework's 404."""
+    if scope["type"] != "http":
+        return
+    body = b'{"detail":"Not Found"}'
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 404, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def test_an_exchange_the_bundled_mock_answered_is_marked_in_the_journal(tmp_path: Path):
+    with (
+        Served(_no_routes) as bare,
+        InspectedProxy(bare.base_url, tmp_path, "--fallback-mock") as proxy,
+        httpx.Client(base_url=proxy.url, timeout=30) as client,
+    ):
+        control = CheckedControl(client)
+        answered = client.get("/v1/capabilities", headers={"Authorization": "Bearer sk_theirs"})
+        assert answered.status_code == 200 and answered.json()["success"] is True
+        outside = client.get("/health")  # no operation: the upstream's own 404, passed on
+        assert outside.status_code == 404
+        entries = {e["path"]: e for e in settled(control, 2)}
+        capabilities = entries["/v1/capabilities"]["proxied"]
+        assert capabilities["fallback"] == (
+            "answered by the bundled mock (upstream said 404 for the route)"
+        )
+        assert capabilities["verdict"] == "judged" and capabilities["findings"] == []
+        assert entries["/health"]["proxied"]["fallback"] is None

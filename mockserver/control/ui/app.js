@@ -483,15 +483,22 @@
     return `${finding.side} ${finding.rule}: ${finding.message}`;
   }
 
+  // --fallback-mock: the upstream lacked the operation and the bundled mock answered.
+  function fallbackBadge(proxied) {
+    if (!proxied.fallback) return null;
+    return el("span", { class: "badge verdict verdict-fallback", text: "mock answered", title: proxied.fallback });
+  }
+
   function verdictLines(proxied) {
-    return el("div", { class: "verdict-lines" }, verdictBadge(proxied),
+    return el("div", { class: "verdict-lines" }, verdictBadge(proxied), fallbackBadge(proxied),
       proxied.findings.map((f) => el("div", { class: "cut small finding-line", title: findingLine(f), text: findingLine(f) })));
   }
 
   function verdictSection(proxied) {
     const heading = el("h3", {}, "Forwarded to ", el("span", { class: "mono", text: proxied.upstream }), " ", verdictBadge(proxied));
-    if (!proxied.findings.length) return [heading];
-    return [heading, el("ul", { class: "findings" }, proxied.findings.map((f) => el("li", { class: "finding-line", text: findingLine(f) })))];
+    const fallback = proxied.fallback ? el("p", { class: "fallback-line", text: proxied.fallback }) : null;
+    if (!proxied.findings.length) return fallback ? [heading, fallback] : [heading];
+    return [heading, ...(fallback ? [fallback] : []), el("ul", { class: "findings" }, proxied.findings.map((f) => el("li", { class: "finding-line", text: findingLine(f) })))];
   }
 
   function headerList(headers) {
