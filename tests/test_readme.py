@@ -18,13 +18,16 @@ the example):
 - Ports: the mock the examples start listens on a free port instead of 8080 (``8080`` in them is
   replaced by it, ``--port N`` is added where none is given, and ``MOCKSERVER_URL`` names it for
   ``mockserver listen``/``trigger``); likewise port 3000 of the receiver example and port 8443 of
-  the suite's receiver (``0.0.0.0:8443`` becomes a free port on loopback).
+  the suite's receiver (``0.0.0.0:8443`` becomes a free port on loopback), and the proxy's
+  8788 and the relay's 8789 (the relay command, which gives no ``--listen``, gets
+  ``--listen 127.0.0.1:N``: its proxy would take the default 8788).
 - A deployment: where an example needs one, the bundled mock is the deployment, started by the
   test as the image starts it (the real clock, the stated rate limit of 100 requests a minute;
   ``--allow-private-callbacks`` where the suite's receiver is on loopback, as in the README's
   stand-in; for the fuzzing example, fixtures whose jobs take a second a step). ``ADDRESSES``
   replaces ``https://api.example.com`` and ``https://staging.example.com`` with its URL, and a
-  tunnel's public address with the receiver's own on loopback. The environment variables the
+  tunnel's public address with the receiver's own on loopback, and the relay's target
+  (``http://localhost:3000/hooks``) with a receiver's on loopback. The environment variables the
   examples read are given its values: ``$BASE_URL`` its URL; ``$API_KEY`` and ``$STAGING_KEY``
   an owner's key, ``$OTHER_WORKSPACE_KEY`` another workspace's owner's, ``$EDITOR_KEY`` an
   editor's of the first workspace (the fixture keys the mock prints as it starts);
@@ -44,6 +47,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,6 +61,7 @@ import pytest
 import yaml
 
 from mockserver.platform.delivery import signing
+from mockserver.testing import webhook_receiver
 from tests.support.serve import free_port
 from tests.test_packaging import NOT_PASSED_ON, copy_sources, pypi_unreachable
 
@@ -78,10 +83,6 @@ NOT_RUN = {
     "Container #2": "makes a base image with mmdebstrap and builds the image with buildah (root, "
     "minutes); .ci/run's last step runs the same commands (tests/container/build_and_call.sh)",
     "The mock server #1": "a synopsis of the options, not a command",
-    "Watching live traffic #1": "three proxies in front of staging, two of which run until "
-    "Ctrl-C, one wrapping a test suite of yours (pytest tests/integration); "
-    "tests/conformance/test_proxy.py and test_relay.py run conformance proxy with these options "
-    "(--report-html, --har, -- COMMAND, --relay-to) against the bundled mock",
     "Exposing the webhook receiver #1": "an unbounded run with --allow-spend: the whole suite, "
     "about 1,900 requests, 19 minutes at the stated 100 requests a minute, and it shows no number "
     "a test may lower (--webhook-wait bounds only the wait for deliveries); its receiver options "
@@ -257,6 +258,7 @@ RUNNERS = {
     "For QA: fuzzing staging #1",
     "From pytest, and from code #1",
     "From pytest, and from code #2",
+    "Watching live traffic #1",
 }
 
 
@@ -447,13 +449,19 @@ def test_your_first_hour(shell: Shell, mock_process: subprocess.Popen[str], tmp_
             stop(endpoint)
 
 
-def wait_for_port(port: int, timeout: float = 15) -> None:
+def wait_for_port(
+    port: int, timeout: float = 15, process: subprocess.Popen[str] | None = None
+) -> None:
+    """Until something accepts connections on ``port`` (failing at once if ``process`` ends);
+    nothing is sent (a relay would forward a request)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return
-        except httpx.TransportError:
+        except OSError:
+            if process is not None and process.poll() is not None:
+                raise AssertionError(f"exit {process.returncode}:\n{stop(process)}") from None
             time.sleep(0.05)
     raise AssertionError(f"nothing listens on port {port}")
 
@@ -486,6 +494,9 @@ ADDRESSES = {
     "127.0.0.1:8443": "127.0.0.1:{receiver_port}",
     "127.0.0.1:8080": "127.0.0.1:{port}",
     "--port 8080": "--port {port}",
+    "127.0.0.1:8788": "127.0.0.1:{proxy_port}",
+    "0.0.0.0:8789": "127.0.0.1:{relay_port}",
+    "http://localhost:3000/hooks": "{hooks}",
 }
 #: Numbers the README shows as option values, lowered to fit a test (at the stated 100 requests a
 #: minute): a time budget of 10 minutes, and request counts of 20,000 and 1,000.
@@ -741,6 +752,95 @@ def test_the_api_from_code(deployment: Callable[..., Deployment]):
     exit_code, failed, document = namespace["answer"]  # type: ignore[misc]
     assert exit_code == 0 and failed == [], (exit_code, failed)
     assert document["verdict"] == "passed", document["verdict"]
+
+
+INTEGRATION_TEST = """
+import os
+
+import httpx
+
+
+def test_projects_through_the_proxy():
+    answer = httpx.get(
+        os.environ["CONFORMANCE_PROXY_URL"] + "/v1/projects",
+        headers={"Authorization": "Bearer " + os.environ["API_KEY"]},
+    )
+    assert answer.status_code == 200
+"""
+
+
+def commands(code: str) -> list[str]:
+    """A block's commands, one a paragraph, without their comment lines."""
+    return [
+        "\n".join(line for line in paragraph.splitlines() if not line.startswith("#"))
+        for paragraph in code.strip().split("\n\n")
+    ]
+
+
+def test_watching_live_traffic(shell: Shell, deployment: Callable[..., Deployment]):
+    """Its three commands in turn: the validating proxy (a call through it, then Ctrl-C: its
+    reports), a test run wrapped (a test of the reader's in tests/integration, through
+    $CONFORMANCE_PROXY_URL), and the relay (the deployment subscribed to it delivers an event,
+    forwarded to the reader's endpoint, here a receiver on loopback verifying its signature)."""
+    target = deployment("--allow-private-callbacks")  # the relay is on loopback
+    validating, wrapping, relaying = commands(example("Watching live traffic #1").code)
+    path = os.pathsep.join([str(shell.cwd / ".venv" / "bin"), shell.env.get("PATH", "")])
+    here = Shell(shell.cwd, shell.port, shell.env | target.variables("") | {"PATH": path})
+    key = target.key("owner")
+
+    port = free_port()
+    proxy = here.start(liberties(validating, {"url": target.url, "proxy_port": port}))
+    try:
+        wait_for_port(port, timeout=60, process=proxy)
+        answer = httpx.get(
+            f"http://127.0.0.1:{port}/v1/projects", headers={"Authorization": f"Bearer {key}"}
+        )
+        assert answer.status_code == 200, answer.text
+    finally:
+        out = stop(proxy)
+    assert proxy.returncode == 0, out
+    assert "/v1/projects" in (shell.cwd / "proxy.html").read_text()
+    har = json.loads((shell.cwd / "proxy.har").read_text())
+    assert any(e["request"]["url"].endswith("/v1/projects") for e in har["log"]["entries"])
+    assert key not in (shell.cwd / "proxy.har").read_text()
+
+    (shell.cwd / "tests" / "integration").mkdir(parents=True)
+    (shell.cwd / "tests" / "integration" / "test_example.py").write_text(INTEGRATION_TEST)
+    ran = run_block(shell, liberties(wrapping, {"url": target.url}), here.env)
+    assert ran.status == 0, ran.out
+    assert "1 passed" in ran.out, ran.out
+    assert "<testsuite" in (shell.cwd / "proxy.xml").read_text()
+
+    relay_port = free_port()
+    with webhook_receiver() as receiver, httpx.Client(base_url=target.url, timeout=30) as http:
+        subscribed = http.post(
+            "/v1/webhook-subscriptions",
+            json={
+                "url": f"http://127.0.0.1:{relay_port}/hooks",
+                "events": ["job.completed"],
+                "secret": receiver.secret,
+            },
+            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "readme-relay"},
+        )
+        assert subscribed.status_code == 200, subscribed.text
+        code = liberties(
+            relaying, {"url": target.url, "relay_port": relay_port, "hooks": receiver.url}
+        )
+        assert "--listen" not in code  # its proxy would take the default 127.0.0.1:8788
+        code += f" --listen 127.0.0.1:{free_port()}"
+        relay = Shell(
+            shell.cwd, shell.port, here.env | {"WEBHOOK_SECRET": str(receiver.secret)}
+        ).start(code)
+        try:
+            wait_for_port(relay_port, timeout=60, process=relay)
+            triggered = http.post("/_mock/events/trigger", json={"event": "job.completed"})
+            assert triggered.status_code == 200, triggered.text
+            http.post("/_mock/deliveries/flush", json={"timeoutSeconds": 15})
+            receiver.wait(1, event="job.completed", timeout=30)
+        finally:
+            out = stop(relay)
+        assert relay.returncode == 0, out
+        assert "FINDING" not in out, out
 
 
 # -- running Python examples -----------------------------------------------------------------
