@@ -812,12 +812,13 @@ def commands(code: str) -> list[str]:
 
 @once
 def test_watching_live_traffic(shell: Shell, deployment: Callable[..., Deployment]):
-    """Its three commands in turn: the validating proxy (a call through it, then Ctrl-C: its
+    """Its four commands in turn: the validating proxy (a call through it, then Ctrl-C: its
     reports), a test run wrapped (a test of the reader's in tests/integration, through
-    $CONFORMANCE_PROXY_URL), and the relay (the deployment subscribed to it delivers an event,
-    forwarded to the reader's endpoint, here a receiver on loopback verifying its signature)."""
+    $CONFORMANCE_PROXY_URL), the relay (the deployment subscribed to it delivers an event,
+    forwarded to the reader's endpoint, here a receiver on loopback verifying its signature), and
+    the proxy in the mock's inspector (its page answers, and a call through it is journalled)."""
     target = deployment("--allow-private-callbacks")  # the relay is on loopback
-    validating, wrapping, relaying = commands(example("Watching live traffic #1").code)
+    validating, wrapping, relaying, inspected = commands(example("Watching live traffic #1").code)
     path = os.pathsep.join([str(shell.cwd / ".venv" / "bin"), shell.env.get("PATH", "")])
     here = Shell(shell.cwd, shell.port, shell.env | target.variables("") | {"PATH": path})
     key = target.key("owner")
@@ -825,7 +826,7 @@ def test_watching_live_traffic(shell: Shell, deployment: Callable[..., Deploymen
     port = free_port()
     proxy = here.start(liberties(validating, {"url": target.url, "proxy_port": port}))
     try:
-        wait_for_port(port, timeout=60, process=proxy)
+        read_until(proxy, "listening on", timeout=60)  # Ctrl-C is taken from then on
         answer = httpx.get(
             f"http://127.0.0.1:{port}/v1/projects", headers={"Authorization": f"Bearer {key}"}
         )
@@ -866,6 +867,7 @@ def test_watching_live_traffic(shell: Shell, deployment: Callable[..., Deploymen
             shell.cwd, shell.port, here.env | {"WEBHOOK_SECRET": str(receiver.secret)}
         ).start(code)
         try:
+            read_until(relay, "listening on", timeout=60)
             wait_for_port(relay_port, timeout=60, process=relay)
             triggered = http.post("/_mock/events/trigger", json={"event": "job.completed"})
             assert triggered.status_code == 200, triggered.text
@@ -875,6 +877,25 @@ def test_watching_live_traffic(shell: Shell, deployment: Callable[..., Deploymen
             out = stop(relay)
         assert relay.returncode == 0, out
         assert "FINDING" not in out, out
+
+    port = free_port()
+    proxy = here.start(liberties(inspected, {"url": target.url, "proxy_port": port}))
+    try:
+        read_until(proxy, "listening on", timeout=60)  # Ctrl-C is taken from then on
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            assert http.get("/_mock/ui").status_code == 200
+            answer = http.get("/v1/projects", headers={"Authorization": f"Bearer {key}"})
+            assert answer.status_code == 200, answer.text
+            deadline = time.monotonic() + 30
+            while True:  # journalled as it passes (judged a moment later)
+                journal = http.get("/_mock/requests", params={"limit": 10}).json()
+                if any(e.get("path") == "/v1/projects" for e in journal["requests"]):
+                    break
+                assert time.monotonic() < deadline, journal
+                time.sleep(0.2)
+    finally:
+        out = stop(proxy)
+    assert proxy.returncode == 0, out
 
 
 # -- running Python examples -----------------------------------------------------------------
