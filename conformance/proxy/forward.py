@@ -68,6 +68,7 @@ class Seen:
     request_whole: bool = True
     response_whole: bool = True
     started: float = field(default_factory=time.time)  # epoch seconds
+    size: int = 0  # what it holds, about, on its way to the judge (conformance/proxy/process.py)
     fallback: FallbackMark | None = None  # what --fallback-mock did with it, if anything
 
 

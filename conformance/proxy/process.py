@@ -5,7 +5,8 @@ the sequences); in the forwarding process it would hold the interpreter while re
 :class:`JudgeProcess` forks a child (before the server starts any thread) that runs the
 :class:`~conformance.proxy.session.ProxySession`: the forwarder hands each exchange to
 :meth:`JudgeProcess.seen`, which queues it for the child without waiting (at most
-:data:`QUEUE_SIZE` in flight; beyond, the exchange is forwarded but not judged, and counted).
+:data:`QUEUE_SIZE` in flight, holding at most :data:`IN_FLIGHT_BYTES`; beyond, the exchange is
+forwarded but not judged, and counted).
 The child runs at a lower scheduling priority (:data:`JUDGE_NICENESS`): on a busy machine
 forwarding gets the CPU first and judging what is left, falling behind (and, past the queue,
 dropping exchanges, counted) rather than slowing the traffic down.
@@ -31,6 +32,12 @@ from conformance.proxy.session import ProxySession
 from conformance.target import Exchange
 
 QUEUE_SIZE = 10_000  # exchanges on their way to the judge
+#: What the exchanges on their way to the judge may hold, together (their bodies, kept up to
+#: MAX_KEPT_BODY each, and :data:`OVERHEAD` each for the rest): under a load the judge cannot
+#: keep up with, the backlog, not the count, is what would grow the memory (10,000 exchanges
+#: of the standard mix held ~70 MiB across both processes).
+IN_FLIGHT_BYTES = 24 * 2**20
+OVERHEAD = 2048  # bytes an exchange costs beyond its bodies (headers, objects), about
 JUDGE_NICENESS = 10  # the judge's scheduling priority below the forwarder's (os.nice)
 
 
@@ -45,6 +52,7 @@ class JudgeProcess:
         self.dropped = 0
         context = multiprocessing.get_context("fork")
         self.queue: Any = context.Queue(QUEUE_SIZE)
+        self.in_flight: Any = context.Value("q", 0)  # bytes queued, less those judged (child)
         self.answers, self._child_end = context.Pipe(duplex=False)
         self.process = context.Process(target=self._run, name="proxy-judge", daemon=True)
 
@@ -55,10 +63,22 @@ class JudgeProcess:
 
     def seen(self, seen: Seen) -> None:
         """Called by the forwarder for each exchange: queued, never waited for."""
+        seen.size = len(seen.request_body) + len(seen.response_body) + OVERHEAD
+        with self.in_flight.get_lock():
+            if self.in_flight.value + seen.size > IN_FLIGHT_BYTES:
+                self.dropped += 1
+                return
+            self.in_flight.value += seen.size
         try:
             self.queue.put_nowait(seen)
         except queue.Full:
+            self._judged(seen)
             self.dropped += 1
+
+    def _judged(self, seen: Seen) -> None:
+        """An exchange is off the way to the judge (judged, or not after all)."""
+        with self.in_flight.get_lock():
+            self.in_flight.value -= seen.size
 
     def relayed(self, exchange: Exchange, started: float) -> None:
         """Called by the webhook relay for each delivery it passed on (redacted), for the HAR:
@@ -78,7 +98,9 @@ class JudgeProcess:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         with contextlib.suppress(OSError):
             os.nice(JUDGE_NICENESS)  # forwarding first: judging takes the CPU it leaves
-        session = self.make_session().start()
+        session = self.make_session()
+        session.done = self._judged
+        session.start()
         while True:
             item = self.queue.get()
             if isinstance(item, Seen):

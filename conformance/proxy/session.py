@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 from conformance.proxy.findings import MOCK, SIDES, Finding
@@ -71,6 +72,7 @@ class ProxySession:
         self.started = time.time()
         self._clock = time.monotonic() if started is None else started
         self._queue: queue.Queue[Seen | None] = queue.Queue(QUEUE_SIZE)
+        self.done: Callable[[Seen], None] | None = None  # told when an exchange leaves the queue
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._worker = threading.Thread(target=self._work, name="proxy-judge", daemon=True)
@@ -97,6 +99,8 @@ class ProxySession:
         except queue.Full:
             with self._lock:
                 self.unjudged += 1
+            if self.done is not None:
+                self.done(seen)
 
     # -- judging ----------------------------------------------------------------------------------
 
@@ -110,6 +114,9 @@ class ProxySession:
             except Exception as exc:  # a judge that crashes is said, never fatal to forwarding
                 self.line(f"could not judge {seen.method} {seen.url}: {exc!r}")
                 continue
+            finally:
+                if self.done is not None:
+                    self.done(seen)
             with self._lock:
                 self.exchanges += 1
                 if seen.total:
