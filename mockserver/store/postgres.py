@@ -20,11 +20,20 @@ from urllib.parse import urlsplit, urlunsplit
 from mockserver.store.base import StoreError, Write
 from mockserver.store.sql import BUMP, UPSERT, Dialect, SqlStore, conflict, rows_of
 
+# The world's write lock (store/replica.py): a session holds it exclusively while it runs a
+# unit of work that conflicted once, from its catch-up to its write; every write takes it
+# shared for its own statement, without waiting: a write while another session holds it fails
+# as a conflict would, and its unit of work queues for the lock. A session never conflicts
+# with its own locks, so the holder's other writes go on.
+WORLD_LOCK = 0x776C6F63  # "wloc", with the world's hash
+LOCK_FREE = " AND pg_try_advisory_xact_lock_shared(%s, hashtext(%s))"
+
 # One transaction's documents in one statement: the revision moved on (failing when another
-# process moved it first: nothing is written), the rows upserted, committed synchronously.
+# process moved it first, or holds the world's write lock: nothing is written), the rows
+# upserted, committed synchronously.
 WRITE = (
     "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),"
-    " bumped AS (" + BUMP + " RETURNING 1),"
+    " bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1),"
     " written AS (INSERT INTO docs (world, key, ord, rev, doc)"
     " SELECT %s, k, o, %s, d FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS t(k, o, d)"
     " WHERE EXISTS (SELECT 1 FROM bumped)"
@@ -33,7 +42,9 @@ WRITE = (
 )
 
 # The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
-CHECKED_BUMP = "WITH bumped AS (" + BUMP + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
+CHECKED_BUMP = (
+    "WITH bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
+)
 
 # Requests counted in fixed windows, several identities at once (``n`` requests each): the
 # count after them, which may pass the limit (every request past it is refused, and a count
@@ -170,8 +181,8 @@ class PostgresDialect(Dialect):
                 keys, ords, _revs, docs = zip(*rows, strict=True) if rows else ((), (), (), ())
                 conn.execute(
                     WRITE,
-                    (rev + 1, new_epoch, world, rev, world, rev + 1, list(keys), list(ords),
-                     list(docs)),
+                    (rev + 1, new_epoch, world, rev, WORLD_LOCK, world, world, rev + 1,
+                     list(keys), list(ords), list(docs)),
                     prepare=True,
                 )  # fmt: skip
                 return
@@ -179,7 +190,9 @@ class PostgresDialect(Dialect):
             with conn.pipeline():
                 conn.execute("BEGIN")
                 conn.execute("SET LOCAL synchronous_commit TO on")
-                conn.execute(CHECKED_BUMP, (rev + 1, new_epoch, world, rev), prepare=True)
+                conn.execute(
+                    CHECKED_BUMP, (rev + 1, new_epoch, world, rev, WORLD_LOCK, world), prepare=True
+                )
                 conn.execute("DELETE FROM docs WHERE world = %s", (world,))
                 with conn.cursor() as cursor:
                     cursor.executemany(UPSERT, [(world, *row) for row in rows])
@@ -190,6 +203,16 @@ class PostgresDialect(Dialect):
             if isinstance(exc, self.psycopg.errors.DivisionByZero):  # the revision check
                 raise conflict(self.describe) from exc
             raise self._fail(exc) from exc
+
+    def try_hold(self, world: str) -> bool:
+        """Take the world's write lock for this session, if no other session holds it (nor is
+        writing): whether it was taken. Never waits."""
+        found = self.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (WORLD_LOCK, world))
+        return bool(found[0][0])
+
+    def release(self, world: str) -> None:
+        """Give back the world's write lock (gone already with a broken connection)."""
+        self.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world))
 
     def rate_hits(
         self, world: str, hits: dict[str, int], now: float, window: int

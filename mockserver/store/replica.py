@@ -9,7 +9,12 @@ start of every unit of work.
 - **Catching up.** Each unit of work (an API or control request, a heartbeat tick, a
   delivery step) starts by reading what other processes wrote since this one last looked
   (one statement: usually nothing). A SQLite file has one process, so there is never
-  anything to read. :func:`retrying` runs a unit of work again after a conflict, caught up.
+  anything to read.
+- **Conflicts.** A unit of work whose write conflicted runs once more holding the world's
+  write lock (:meth:`Replica.writing`): taken without blocking anyone (other processes' writes
+  fail as conflicts while it is held, and their units of work queue for it in turn), caught
+  up under it, kept to the write. That run cannot conflict, so no write is ever refused
+  because another process wrote first: :func:`retrying` and :func:`retrying_sync`.
 
 Runtime state outside the tree is written with the transaction that changed it, as documents
 of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")`` and, for a
@@ -20,9 +25,11 @@ of a shared store are rows of their own (the rate limiter counts them there).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,8 +47,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockserver")
 UNKNOWN = -1
 NO_FAULTS = Faults().dump()
-ATTEMPTS = 8  # tries of one unit of work against conflicting writers, then 503
 T = TypeVar("T")
+LOCKED_ATTEMPTS = 3  # runs under the write lock (another only when the lock was lost with
+# the connection: the server restarted, say)
+JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
+POLL_SECONDS = (0.0002, 0.004)  # first and longest pause between tries of a held lock
+SYNC_WAIT_SECONDS = 5.0  # how long a unit of work that cannot await polls for the lock
 
 
 class Replica:
@@ -54,6 +65,7 @@ class Replica:
         self._written: dict[DocKey, Any] = {}  # runtime documents as the store has them
         self._clock_written: datetime | None = None
         self._batch: _Batch | None = None  # the catch-up the requests of this turn wait for
+        self._lock = _WriteLock(store)
         self._open()
 
     def _open(self) -> None:
@@ -161,6 +173,30 @@ class Replica:
         elif key == ("meta", "due") and self.shared:
             rt.scheduler.next_due = value
 
+    # -- the world's write lock ----------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        """Hold the world's write lock, caught up under it: a unit of work run inside
+        cannot conflict. Waits (without blocking the loop) while another process holds it."""
+        await self._lock.enter()
+        try:
+            self.catch_up()
+            yield
+        finally:
+            self._lock.exit()
+
+    @contextlib.contextmanager
+    def writing_sync(self) -> Iterator[None]:
+        """:meth:`writing` for a unit of work that cannot await (a tick, a delivery step):
+        polls, blocking the loop, for at most SYNC_WAIT_SECONDS (then :class:`Conflict`)."""
+        self._lock.enter_sync()
+        try:
+            self.catch_up()
+            yield
+        finally:
+            self._lock.exit()
+
     # -- writing -----------------------------------------------------------------------------
 
     def committed(self, changed: frozenset[DocKey], replaced: bool) -> None:
@@ -212,6 +248,60 @@ class Replica:
         return found
 
 
+class _WriteLock:
+    """This process's hold of one world's write lock (a session-level advisory lock of its
+    connection, store/postgres.py), shared by every unit of work of the process that needs it
+    at the same time: taken by the first, given back when the last leaves. A hold older than
+    JOIN_SECONDS takes no one new, so other processes get their turn. Taking it never waits
+    in the database: a try, then a short pause on the loop, again."""
+
+    def __init__(self, store: SqlWorld) -> None:
+        self.store = store
+        self.users = 0
+        self.held = False
+        self.since = 0.0
+
+    def _join(self) -> bool:
+        if self.held and time.monotonic() - self.since < JOIN_SECONDS:
+            self.users += 1
+            return True
+        if not self.held and self.store.try_hold():
+            self.held, self.since = True, time.monotonic()
+            self.users += 1
+            return True
+        return False
+
+    async def enter(self) -> None:
+        pause = POLL_SECONDS[0]
+        while not self._join():
+            await asyncio.sleep(random.uniform(0.5, 1.5) * pause)
+            pause = min(pause * 2, POLL_SECONDS[1])
+
+    def enter_sync(self) -> None:
+        if self.held:  # this process holds it: nothing can wait for it here
+            self.users += 1
+            return
+        deadline = time.monotonic() + SYNC_WAIT_SECONDS
+        pause = POLL_SECONDS[0]
+        while not self._join():
+            if time.monotonic() > deadline:
+                raise Conflict(
+                    f"{self.store.store.describe}: the world's write lock stayed held by another"
+                    f" process for {SYNC_WAIT_SECONDS:g} s; nothing of this was kept"
+                )
+            time.sleep(random.uniform(0.5, 1.5) * pause)
+            pause = min(pause * 2, POLL_SECONDS[1])
+
+    def exit(self) -> None:
+        self.users -= 1
+        if self.users == 0 and self.held:
+            self.held = False
+            try:
+                self.store.release()
+            except StoreError as exc:  # the connection broke: the lock went with it
+                log.warning("could not give back the world's write lock: %s", exc)
+
+
 class _Batch:
     """The requests that wait for one catch-up, with their rate-limit identities."""
 
@@ -251,28 +341,37 @@ def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:
 
 
 def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
-    """Run ``work`` (a transaction) again after a conflict, caught up first."""
-    for attempt in range(ATTEMPTS):
-        try:
-            return work()
-        except Conflict:
-            if rt.replica is None or attempt == ATTEMPTS - 1:
-                raise
-            rt.replica.catch_up()
+    """Run ``work`` (a transaction); after a conflict, again under the world's write lock."""
+    try:
+        return work()
+    except Conflict:
+        if rt.replica is None:
+            raise
+    for attempt in range(LOCKED_ATTEMPTS):
+        with rt.replica.writing_sync():
+            try:
+                return work()
+            except Conflict:
+                if attempt == LOCKED_ATTEMPTS - 1:
+                    raise
     raise AssertionError("unreachable")
 
 
 async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` (a transaction that may await) again after a conflict, caught up first,
-    after a short random pause (so that two processes do not collide again in step)."""
-    for attempt in range(ATTEMPTS):
-        try:
-            return await work()
-        except Conflict:
-            if rt.replica is None or attempt == ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-            rt.replica.catch_up()
+    """Run ``work`` (a transaction that may await); after a conflict, again under the world's
+    write lock, caught up (so that it cannot conflict again)."""
+    try:
+        return await work()
+    except Conflict:
+        if rt.replica is None:
+            raise
+    for attempt in range(LOCKED_ATTEMPTS):
+        async with rt.replica.writing():
+            try:
+                return await work()
+            except Conflict:
+                if attempt == LOCKED_ATTEMPTS - 1:
+                    raise
     raise AssertionError("unreachable")
 
 

@@ -88,6 +88,14 @@ class Dialect:
         wrote since (the world is not at ``rev``)."""
         raise NotImplementedError
 
+    def try_hold(self, world: str) -> bool:
+        """Take the world's write lock for this session without waiting (store/replica.py):
+        whether it was taken. A store with one process (SQLite) has no one to wait for."""
+        return True
+
+    def release(self, world: str) -> None:
+        """Give back the world's write lock."""
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -274,6 +282,15 @@ class SqlWorld:
         knows); the new (rev, epoch). :class:`Conflict` when another process wrote first."""
         self.db.write(self.id, change, rev, epoch)
         return rev + 1, epoch + 1 if change.whole else epoch
+
+    def try_hold(self) -> bool:
+        """Take the world's write lock without waiting: whether it was taken. While this
+        process holds it, no other process writes to the world (their writes fail as
+        conflicts), so a unit of work caught up under it cannot conflict."""
+        return self.db.try_hold(self.id)
+
+    def release(self) -> None:
+        self.db.release(self.id)
 
     # -- the request journal (platform/journal.py SharedJournal) ----------------------------
 
