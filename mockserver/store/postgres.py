@@ -30,15 +30,23 @@ LOCK_FREE = " AND pg_try_advisory_xact_lock_shared(%s, hashtext(%s))"
 
 # One transaction's documents in one statement: the revision moved on (failing when another
 # process moved it first, or holds the world's write lock: nothing is written), the rows
-# upserted, committed synchronously.
+# upserted. Committed without waiting for the disk, so that the world's row is locked only
+# for the statement, never for a flush; FLUSH then waits for it (below).
 WRITE = (
-    "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),"
-    " bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1),"
+    "WITH bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1),"
     " written AS (INSERT INTO docs (world, key, ord, rev, doc)"
     " SELECT %s, k, o, %s, d FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS t(k, o, d)"
     " WHERE EXISTS (SELECT 1 FROM bumped)"
     " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = excluded.doc)"
-    " SELECT 1 / count(*) FROM bumped, durable"
+    " SELECT 1 / count(*) FROM bumped"
+)
+# Wait until the write-ahead log is on disk up to this statement, and so up to every commit
+# of this session before it: a transaction that writes a record to the log (an empty logical
+# message) and commits synchronously. Concurrent flushes of every session share one write
+# of the disk (group commit), and no lock is held while they wait.
+FLUSH = (
+    "SELECT set_config('synchronous_commit', 'on', true),"
+    " pg_logical_emit_message(true, 'mockserver', '')"
 )
 
 # The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
@@ -171,20 +179,25 @@ class PostgresDialect(Dialect):
     def lock_schema(self) -> None:
         self.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
 
-    def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
+    def write(self, world: str, change: Write, rev: int, epoch: int, flush: bool = True) -> None:
         conn = self.conn
         new_epoch = epoch + 1 if change.whole else epoch
         rows = rows_of(change, rev)
         try:
             if not change.whole:
-                # One statement (its own transaction): the revision, then the rows.
+                # The write (the revision, then the rows) committed, then (``flush``) the
+                # flush that makes it durable, outside its transaction: one round trip.
                 keys, ords, _revs, docs = zip(*rows, strict=True) if rows else ((), (), (), ())
-                conn.execute(
-                    WRITE,
-                    (rev + 1, new_epoch, world, rev, WORLD_LOCK, world, world, rev + 1,
-                     list(keys), list(ords), list(docs)),
-                    prepare=True,
-                )  # fmt: skip
+                params = (rev + 1, new_epoch, world, rev, WORLD_LOCK, world, world, rev + 1,
+                          list(keys), list(ords), list(docs))  # fmt: skip
+                if not flush:
+                    conn.execute(WRITE, params, prepare=True)
+                    return
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    conn.execute(WRITE, params, prepare=True)
+                    conn.execute("COMMIT")
+                    conn.execute(FLUSH, prepare=True)
                 return
             # A whole world (reset, restore): one pipelined round trip.
             with conn.pipeline():
@@ -210,9 +223,25 @@ class PostgresDialect(Dialect):
         found = self.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (WORLD_LOCK, world))
         return bool(found[0][0])
 
-    def release(self, world: str) -> None:
-        """Give back the world's write lock (gone already with a broken connection)."""
-        self.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world))
+    def release(self, world: str, flush: bool = False) -> None:
+        """Give back the world's write lock (gone already with a broken connection); with
+        ``flush``, then wait for this session's commits to be on disk (one round trip)."""
+        if not flush:
+            self.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world))
+            return
+        conn = self.conn
+        try:
+            with conn.pipeline():
+                conn.execute(
+                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world), prepare=True
+                )
+                conn.execute(FLUSH, prepare=True)
+        except self.psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    def flush(self) -> None:
+        """Wait until this session's commits are on disk."""
+        self.execute(FLUSH, {})
 
     def rate_hits(
         self, world: str, hits: dict[str, int], now: float, window: int

@@ -30,6 +30,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -52,6 +53,8 @@ LOCKED_ATTEMPTS = 3  # runs under the write lock (another only when the lock was
 # the connection: the server restarted, say)
 JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
 POLL_SECONDS = (0.0002, 0.004)  # first and longest pause between tries of a held lock
+STALE_SECONDS = 0.001  # a catch-up older than this is made again before a write (while
+BUSY_SECONDS = 1.0  # other processes wrote to the world within this long)
 SYNC_WAIT_SECONDS = 5.0  # how long a unit of work that cannot await polls for the lock
 
 
@@ -66,6 +69,8 @@ class Replica:
         self._clock_written: datetime | None = None
         self._batch: _Batch | None = None  # the catch-up the requests of this turn wait for
         self._lock = _WriteLock(store)
+        self._caught_up_at = 0.0  # when this process last read what others wrote
+        self._others_at = -BUSY_SECONDS  # when it last found that others had written
         self._open()
 
     def _open(self) -> None:
@@ -99,8 +104,19 @@ class Replica:
                 self.rev, self.epoch, {counting: 1}, now, WINDOW_SECONDS
             )
             rate.counted = (counting, *counted[counting])
+        self._caught_up_at = time.monotonic()
         if delta is not None:
             self._apply(delta)
+
+    def catch_up_if_stale(self) -> None:
+        """Before a unit of work that writes: catch up again when what this process read is
+        older than STALE_SECONDS and other processes have been writing to the world (it would
+        likely conflict: one round trip spares a run of the unit of work and its retry)."""
+        if not self.shared:
+            return
+        now = time.monotonic()
+        if now - self._caught_up_at > STALE_SECONDS and now - self._others_at < BUSY_SECONDS:
+            self.catch_up()
 
     async def catch_up_together(self, counting: str | None) -> None:
         """:meth:`catch_up` for an API request, made once for every request that reaches this
@@ -122,6 +138,7 @@ class Replica:
 
     def _catch_up_batch(self, batch: _Batch) -> None:
         self._batch = None
+        self._caught_up_at = time.monotonic()
         try:
             if batch.hits:
                 now = self.rt.clock.timestamp()
@@ -152,6 +169,8 @@ class Replica:
             for key, value in runtime.items():
                 self._load_runtime(key, value)
         else:
+            if delta.rows:
+                self._others_at = time.monotonic()
             world = rt.world
             for row in delta.rows:
                 if row.key[0] == "meta":
@@ -178,24 +197,32 @@ class Replica:
     @contextlib.asynccontextmanager
     async def writing(self) -> AsyncIterator[None]:
         """Hold the world's write lock, caught up under it: a unit of work run inside
-        cannot conflict. Waits (without blocking the loop) while another process holds it."""
+        cannot conflict. Waits (without blocking the loop) while another process holds it.
+        Its write is committed under the lock and waited for on disk after it is given
+        back, so that the lock is held for no flush."""
         await self._lock.enter()
+        pending = _Unflushed()
+        token = _unflushed.set(pending)
         try:
             self.catch_up()
             yield
         finally:
-            self._lock.exit()
+            _unflushed.reset(token)
+            self._lock.exit(flush=pending.writes > 0)
 
     @contextlib.contextmanager
     def writing_sync(self) -> Iterator[None]:
         """:meth:`writing` for a unit of work that cannot await (a tick, a delivery step):
         polls, blocking the loop, for at most SYNC_WAIT_SECONDS (then :class:`Conflict`)."""
         self._lock.enter_sync()
+        pending = _Unflushed()
+        token = _unflushed.set(pending)
         try:
             self.catch_up()
             yield
         finally:
-            self._lock.exit()
+            _unflushed.reset(token)
+            self._lock.exit(flush=pending.writes > 0)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -222,9 +249,13 @@ class Replica:
             docs.sort(key=_order)
         if not docs and not runtime:
             return
+        pending = _unflushed.get()
+        flush = pending is None or whole
         self.rev, self.epoch = self.store.write(
-            Write([*docs, *runtime.items()], whole=whole), self.rev, self.epoch
+            Write([*docs, *runtime.items()], whole=whole), self.rev, self.epoch, flush
         )
+        if not flush:
+            pending.writes += 1  # type: ignore[union-attr]
         self._written.update(runtime)
         if isinstance(self.rt.clock, ManualClock):
             self._clock_written = self.rt.clock.now()
@@ -292,14 +323,30 @@ class _WriteLock:
             time.sleep(random.uniform(0.5, 1.5) * pause)
             pause = min(pause * 2, POLL_SECONDS[1])
 
-    def exit(self) -> None:
+    def exit(self, flush: bool = False) -> None:
+        """Leave the hold; with ``flush``, wait until this session's commits are on disk
+        (in the same round trip as the lock's release, when it is the last to leave)."""
         self.users -= 1
         if self.users == 0 and self.held:
             self.held = False
             try:
-                self.store.release()
+                self.store.release(flush)
             except StoreError as exc:  # the connection broke: the lock went with it
+                if flush:  # and whether the commit reached the disk is not known
+                    raise
                 log.warning("could not give back the world's write lock: %s", exc)
+        elif flush:
+            self.store.flush()
+
+
+class _Unflushed:
+    """Writes of a unit of work run under the write lock, committed but not yet waited for
+    on disk (the flush comes after the lock is given back)."""
+
+    writes = 0
+
+
+_unflushed: ContextVar[_Unflushed | None] = ContextVar("mockserver_unflushed", default=None)
 
 
 class _Batch:
@@ -357,9 +404,13 @@ def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
-async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
+async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]], writes: bool = False) -> T:
     """Run ``work`` (a transaction that may await); after a conflict, again under the world's
-    write lock, caught up (so that it cannot conflict again)."""
+    write lock, caught up (so that it cannot conflict again). ``writes``: it is expected to
+    write (an operation that changes state): caught up first if what this process read is
+    stale."""
+    if writes and rt.replica is not None:
+        rt.replica.catch_up_if_stale()
     try:
         return await work()
     except Conflict:

@@ -82,19 +82,23 @@ class Dialect:
     def lock_schema(self) -> None:
         """Hold off other processes while the schema is made or migrated (in a transaction)."""
 
-    def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
+    def write(self, world: str, change: Write, rev: int, epoch: int, flush: bool = True) -> None:
         """Write one transaction's documents over revision ``rev`` and commit, in one
         database transaction: :class:`Conflict` (nothing written) when another process
-        wrote since (the world is not at ``rev``)."""
+        wrote since (the world is not at ``rev``). Without ``flush`` the commit may not be
+        on disk yet (PostgreSQL): :meth:`flush` or ``release(flush=True)`` waits for it."""
         raise NotImplementedError
+
+    def flush(self) -> None:
+        """Wait until the commits of this connection are on disk (SQLite: they are)."""
 
     def try_hold(self, world: str) -> bool:
         """Take the world's write lock for this session without waiting (store/replica.py):
         whether it was taken. A store with one process (SQLite) has no one to wait for."""
         return True
 
-    def release(self, world: str) -> None:
-        """Give back the world's write lock."""
+    def release(self, world: str, flush: bool = False) -> None:
+        """Give back the world's write lock; with ``flush``, then :meth:`flush`."""
 
     def close(self) -> None:
         raise NotImplementedError
@@ -277,10 +281,11 @@ class SqlWorld:
         delta = Delta(now_rev, now_epoch, [_row(*row[2:5]) for row in rows], whole=False)
         return delta, counted
 
-    def write(self, change: Write, rev: int, epoch: int) -> tuple[int, int]:
+    def write(self, change: Write, rev: int, epoch: int, flush: bool = True) -> tuple[int, int]:
         """Write one transaction's changes over revision ``rev`` (the one this process
-        knows); the new (rev, epoch). :class:`Conflict` when another process wrote first."""
-        self.db.write(self.id, change, rev, epoch)
+        knows); the new (rev, epoch). :class:`Conflict` when another process wrote first.
+        ``flush`` False: committed, perhaps not yet on disk (:meth:`flush`)."""
+        self.db.write(self.id, change, rev, epoch, flush)
         return rev + 1, epoch + 1 if change.whole else epoch
 
     def try_hold(self) -> bool:
@@ -289,8 +294,11 @@ class SqlWorld:
         conflicts), so a unit of work caught up under it cannot conflict."""
         return self.db.try_hold(self.id)
 
-    def release(self) -> None:
-        self.db.release(self.id)
+    def release(self, flush: bool = False) -> None:
+        self.db.release(self.id, flush)
+
+    def flush(self) -> None:
+        self.db.flush()
 
     # -- the request journal (platform/journal.py SharedJournal) ----------------------------
 
