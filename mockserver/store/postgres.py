@@ -185,18 +185,15 @@ class PostgresDialect(Dialect):
         rows = rows_of(change, rev)
         try:
             if not change.whole:
-                # The write (the revision, then the rows) committed, then (``flush``) the
-                # flush that makes it durable, outside its transaction: one round trip.
+                # The write (the revision, then the rows: one statement, its own
+                # transaction), then (``flush``) the flush that makes it durable, outside its
+                # transaction. Two plain statements cost the mock less CPU than one pipeline
+                # with them (measured: ~105-145 us against ~220-245 us).
                 keys, ords, _revs, docs = zip(*rows, strict=True) if rows else ((), (), (), ())
                 params = (rev + 1, new_epoch, world, rev, WORLD_LOCK, world, world, rev + 1,
                           list(keys), list(ords), list(docs))  # fmt: skip
-                if not flush:
-                    conn.execute(WRITE, params, prepare=True)
-                    return
-                with conn.pipeline():
-                    conn.execute("BEGIN")
-                    conn.execute(WRITE, params, prepare=True)
-                    conn.execute("COMMIT")
+                conn.execute(WRITE, params, prepare=True)
+                if flush:
                     conn.execute(FLUSH, prepare=True)
                 return
             # A whole world (reset, restore): one pipelined round trip.
@@ -225,23 +222,17 @@ class PostgresDialect(Dialect):
 
     def release(self, world: str, flush: bool = False) -> None:
         """Give back the world's write lock (gone already with a broken connection); with
-        ``flush``, then wait for this session's commits to be on disk (one round trip)."""
-        if not flush:
-            self.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world))
-            return
-        conn = self.conn
-        try:
-            with conn.pipeline():
-                conn.execute(
-                    "SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world), prepare=True
-                )
-                conn.execute(FLUSH, prepare=True)
-        except self.psycopg.Error as exc:
-            raise self._fail(exc) from exc
+        ``flush``, then wait for this session's commits to be on disk."""
+        self.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world))
+        if flush:
+            self.flush()
 
     def flush(self) -> None:
         """Wait until this session's commits are on disk."""
-        self.execute(FLUSH, {})
+        try:
+            self.conn.execute(FLUSH, prepare=True)
+        except self.psycopg.Error as exc:
+            raise self._fail(exc) from exc
 
     def rate_hits(
         self, world: str, hits: dict[str, int], now: float, window: int

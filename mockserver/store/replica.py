@@ -324,8 +324,8 @@ class _WriteLock:
             pause = min(pause * 2, POLL_SECONDS[1])
 
     def exit(self, flush: bool = False) -> None:
-        """Leave the hold; with ``flush``, wait until this session's commits are on disk
-        (in the same round trip as the lock's release, when it is the last to leave)."""
+        """Leave the hold; with ``flush``, then wait until this session's commits are on
+        disk (after the lock is given back, when this is the last to leave)."""
         self.users -= 1
         if self.users == 0 and self.held:
             self.held = False
