@@ -293,9 +293,7 @@ class Dispatcher:
         another process sharing the store wrote first, it runs again on what that process
         wrote (store/replica.py): the replay, say, of the same Idempotency-Key.
         """
-        return await retrying(
-            rt, lambda: self._transact(rt, binding, call, key, print_), binding.writes
-        )
+        return await retrying(rt, lambda: self._transact(rt, binding, call, key, print_))
 
     async def _transact(
         self, rt: Runtime, binding: Binding, call: Call, key: str | None, print_: str

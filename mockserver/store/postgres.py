@@ -32,13 +32,20 @@ LOCK_FREE = " AND pg_try_advisory_xact_lock_shared(%s, hashtext(%s))"
 # process moved it first, or holds the world's write lock: nothing is written), the rows
 # upserted. Committed without waiting for the disk, so that the world's row is locked only
 # for the statement, never for a flush; FLUSH then waits for it (below).
-WRITE = (
-    "WITH bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1),"
+_WRITTEN = (
+    " bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1),"
     " written AS (INSERT INTO docs (world, key, ord, rev, doc)"
     " SELECT %s, k, o, %s, d FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS t(k, o, d)"
     " WHERE EXISTS (SELECT 1 FROM bumped)"
     " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = excluded.doc)"
-    " SELECT 1 / count(*) FROM bumped"
+)
+WRITE = "WITH" + _WRITTEN + " SELECT 1 / count(*) FROM bumped"
+# The same committed synchronously, in one round trip: when no other process is writing to
+# the world, no one waits for its row while the disk is written.
+WRITE_DURABLE = (
+    "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),"
+    + _WRITTEN
+    + " SELECT 1 / count(*) FROM bumped, durable"
 )
 # Wait until the write-ahead log is on disk up to this statement, and so up to every commit
 # of this session before it: a transaction that writes a record to the log (an empty logical
@@ -179,7 +186,15 @@ class PostgresDialect(Dialect):
     def lock_schema(self) -> None:
         self.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
 
-    def write(self, world: str, change: Write, rev: int, epoch: int, flush: bool = True) -> None:
+    def write(
+        self,
+        world: str,
+        change: Write,
+        rev: int,
+        epoch: int,
+        flush: bool = True,
+        contended: bool = True,
+    ) -> None:
         conn = self.conn
         new_epoch = epoch + 1 if change.whole else epoch
         rows = rows_of(change, rev)
@@ -192,6 +207,9 @@ class PostgresDialect(Dialect):
                 keys, ords, _revs, docs = zip(*rows, strict=True) if rows else ((), (), (), ())
                 params = (rev + 1, new_epoch, world, rev, WORLD_LOCK, world, world, rev + 1,
                           list(keys), list(ords), list(docs))  # fmt: skip
+                if flush and not contended:
+                    conn.execute(WRITE_DURABLE, params, prepare=True)
+                    return
                 conn.execute(WRITE, params, prepare=True)
                 if flush:
                     conn.execute(FLUSH, prepare=True)

@@ -53,8 +53,7 @@ LOCKED_ATTEMPTS = 3  # runs under the write lock (another only when the lock was
 # the connection: the server restarted, say)
 JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
 POLL_SECONDS = (0.0002, 0.004)  # first and longest pause between tries of a held lock
-STALE_SECONDS = 0.001  # a catch-up older than this is made again before a write (while
-BUSY_SECONDS = 1.0  # other processes wrote to the world within this long)
+BUSY_SECONDS = 1.0  # other processes wrote to the world within this long: its writes contend
 SYNC_WAIT_SECONDS = 5.0  # how long a unit of work that cannot await polls for the lock
 
 
@@ -69,7 +68,6 @@ class Replica:
         self._clock_written: datetime | None = None
         self._batch: _Batch | None = None  # the catch-up the requests of this turn wait for
         self._lock = _WriteLock(store)
-        self._caught_up_at = 0.0  # when this process last read what others wrote
         self._others_at = -BUSY_SECONDS  # when it last found that others had written
         self._open()
 
@@ -104,19 +102,8 @@ class Replica:
                 self.rev, self.epoch, {counting: 1}, now, WINDOW_SECONDS
             )
             rate.counted = (counting, *counted[counting])
-        self._caught_up_at = time.monotonic()
         if delta is not None:
             self._apply(delta)
-
-    def catch_up_if_stale(self) -> None:
-        """Before a unit of work that writes: catch up again when what this process read is
-        older than STALE_SECONDS and other processes have been writing to the world (it would
-        likely conflict: one round trip spares a run of the unit of work and its retry)."""
-        if not self.shared:
-            return
-        now = time.monotonic()
-        if now - self._caught_up_at > STALE_SECONDS and now - self._others_at < BUSY_SECONDS:
-            self.catch_up()
 
     async def catch_up_together(self, counting: str | None) -> None:
         """:meth:`catch_up` for an API request, made once for every request that reaches this
@@ -138,7 +125,6 @@ class Replica:
 
     def _catch_up_batch(self, batch: _Batch) -> None:
         self._batch = None
-        self._caught_up_at = time.monotonic()
         try:
             if batch.hits:
                 now = self.rt.clock.timestamp()
@@ -251,8 +237,11 @@ class Replica:
             return
         pending = _unflushed.get()
         flush = pending is None or whole
+        # Others wrote lately (or this process holds the write lock because they did): the
+        # world's row is not kept locked while the disk is written.
+        contended = pending is not None or time.monotonic() - self._others_at < BUSY_SECONDS
         self.rev, self.epoch = self.store.write(
-            Write([*docs, *runtime.items()], whole=whole), self.rev, self.epoch, flush
+            Write([*docs, *runtime.items()], whole=whole), self.rev, self.epoch, flush, contended
         )
         if not flush:
             pending.writes += 1  # type: ignore[union-attr]
@@ -404,13 +393,9 @@ def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
-async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]], writes: bool = False) -> T:
+async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
     """Run ``work`` (a transaction that may await); after a conflict, again under the world's
-    write lock, caught up (so that it cannot conflict again). ``writes``: it is expected to
-    write (an operation that changes state): caught up first if what this process read is
-    stale."""
-    if writes and rt.replica is not None:
-        rt.replica.catch_up_if_stale()
+    write lock, caught up (so that it cannot conflict again)."""
     try:
         return await work()
     except Conflict:

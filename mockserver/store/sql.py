@@ -82,11 +82,21 @@ class Dialect:
     def lock_schema(self) -> None:
         """Hold off other processes while the schema is made or migrated (in a transaction)."""
 
-    def write(self, world: str, change: Write, rev: int, epoch: int, flush: bool = True) -> None:
+    def write(
+        self,
+        world: str,
+        change: Write,
+        rev: int,
+        epoch: int,
+        flush: bool = True,
+        contended: bool = True,
+    ) -> None:
         """Write one transaction's documents over revision ``rev`` and commit, in one
         database transaction: :class:`Conflict` (nothing written) when another process
         wrote since (the world is not at ``rev``). Without ``flush`` the commit may not be
-        on disk yet (PostgreSQL): :meth:`flush` or ``release(flush=True)`` waits for it."""
+        on disk yet (PostgreSQL): :meth:`flush` or ``release(flush=True)`` waits for it.
+        ``contended``: other processes are writing to the world, so its row should not stay
+        locked while the disk is written (PostgreSQL: the commit, then a flush)."""
         raise NotImplementedError
 
     def flush(self) -> None:
@@ -281,11 +291,14 @@ class SqlWorld:
         delta = Delta(now_rev, now_epoch, [_row(*row[2:5]) for row in rows], whole=False)
         return delta, counted
 
-    def write(self, change: Write, rev: int, epoch: int, flush: bool = True) -> tuple[int, int]:
+    def write(
+        self, change: Write, rev: int, epoch: int, flush: bool = True, contended: bool = True
+    ) -> tuple[int, int]:
         """Write one transaction's changes over revision ``rev`` (the one this process
         knows); the new (rev, epoch). :class:`Conflict` when another process wrote first.
-        ``flush`` False: committed, perhaps not yet on disk (:meth:`flush`)."""
-        self.db.write(self.id, change, rev, epoch, flush)
+        ``flush`` False: committed, perhaps not yet on disk (:meth:`flush`). ``contended``:
+        others are writing to the world (see :meth:`Dialect.write`)."""
+        self.db.write(self.id, change, rev, epoch, flush, contended)
         return rev + 1, epoch + 1 if change.whole else epoch
 
     def try_hold(self) -> bool:

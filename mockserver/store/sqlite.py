@@ -65,7 +65,15 @@ class SqliteDialect(Dialect):
         except sqlite3.Error as exc:
             raise StoreError(f"state file {self.path}: {exc}") from exc
 
-    def write(self, world: str, change: Write, rev: int, epoch: int, flush: bool = True) -> None:
+    def write(
+        self,
+        world: str,
+        change: Write,
+        rev: int,
+        epoch: int,
+        flush: bool = True,
+        contended: bool = True,
+    ) -> None:
         new_epoch = epoch + 1 if change.whole else epoch
         try:
             self.conn.execute("BEGIN IMMEDIATE")
