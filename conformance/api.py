@@ -54,8 +54,11 @@ from conformance.target import BudgetExhausted, SetupProblem, Target, TargetUnre
 
 __all__ = ["RunConfig", "TargetUnreachable", "UsageError", "check_setup", "run"]
 
-#: The checks that drive the key into 429 on purpose: never beside other workers on one key.
-RATE_LIMIT_PROBES = ("rate-limit",)
+#: The checks that drive the key into 429 on purpose (``Check.window``; against a deployment,
+#: about one rate-limit window each): never beside other workers on one key.
+RATE_LIMIT_PROBES = ("rate-limit", "rate-limit-shared-bucket")
+#: The probe of two keys of one person: against a deployment, only with --same-person-key.
+SAME_PERSON_PROBES = ("rate-limit-shared-bucket",)
 
 
 class UsageError(ValueError):
@@ -70,6 +73,7 @@ class RunConfig:
     api_key: str | None = None
     second_key: str | None = None
     restricted_key: str | None = None  # a lower role's key in the workspace of api_key
+    same_person_key: str | None = None  # another key of the person who holds api_key
     mock: bool = False
     mock_url: str | None = None  # the bundled mock, already running (default fixtures)
     mock_control_token: str | None = field(default=None, repr=False)  # its control token, if any
@@ -129,6 +133,10 @@ def validate(config: RunConfig) -> list[Check]:
             raise UsageError("--restricted-key must be another key than --api-key")
         if config.second_key and config.second_key == config.api_key:
             raise UsageError("--second-key must be a key of another workspace than --api-key")
+        if config.same_person_key and config.same_person_key == config.api_key:
+            raise UsageError(
+                "--same-person-key must be another key than --api-key (of the same person)"
+            )
         if config.receiver_url and not _acceptable_receiver(config.receiver_url):
             raise UsageError("--receiver-url must be an https URL a deployment can reach")
     if config.effective_profile not in PROFILES:
@@ -149,6 +157,7 @@ def validate(config: RunConfig) -> list[Check]:
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
     _validate_gates(config, checks)
+    checks = _without_unnamed_probes(config, checks)
     if config.shard is not None:
         index, count = config.shard
         if not 1 <= index <= count:
@@ -180,16 +189,28 @@ def _validate_gates(config: RunConfig, checks: list[Check]) -> None:
     ]:
         raise UsageError(
             f"--require {', '.join(left_out)}: the selection leaves it out (a check that runs "
-            "only when named, such as rate-limit, needs --only too): the gate could never be met"
+            "only when named needs --only too): the gate could never be met"
         )
+
+
+def _without_unnamed_probes(config: RunConfig, checks: list[Check]) -> list[Check]:
+    """``--workers N`` against a deployment is for a read-only run on one key: the rate-limit
+    probes, which drive that key into 429, are left out unless ``--only`` names them (then
+    the workers are refused, see :func:`_validate_workers`)."""
+    if config.is_mock or config.workers < 2:
+        return checks
+    named = {n for n in config.only if n in RATE_LIMIT_PROBES}
+    return [c for c in checks if c.name not in RATE_LIMIT_PROBES or c.name in named]
 
 
 def _validate_sandbox(config: RunConfig) -> None:
     if config.sandbox:
-        if config.mock_url and (config.api_key or config.second_key or config.restricted_key):
+        own = (config.api_key, config.second_key, config.restricted_key, config.same_person_key)
+        if config.mock_url and any(own):
             raise UsageError(
                 "--mock-url runs in a sandbox of its own, with the sandbox's keys: give "
-                "--no-sandbox to use your own --api-key, --second-key or --restricted-key"
+                "--no-sandbox to use your own --api-key, --second-key, --restricted-key or "
+                "--same-person-key"
             )
         return
     if not config.is_mock:
@@ -264,6 +285,8 @@ def rerun_options(config: RunConfig) -> list[str]:
             options += ["--second-key", '"$SECOND_API_KEY"']
         if config.restricted_key:
             options += ["--restricted-key", '"$RESTRICTED_API_KEY"']
+        if config.same_person_key:
+            options += ["--same-person-key", '"$SAME_PERSON_API_KEY"']
     flags = {"--allow-spend": config.allow_spend, "--allow-faults": config.allow_faults}
     options += [flag for flag, on in flags.items() if on]
     if config.long_video_url:
@@ -336,6 +359,7 @@ def _deployment(config: RunConfig, seed: int) -> Iterator[Where]:
             config.api_key,
             second_key=config.second_key,
             restricted_key=config.restricted_key,
+            same_person_key=config.same_person_key,
         )
         return
     if config.mock_url:
@@ -361,6 +385,7 @@ def _own_keys(config: RunConfig, where: Where) -> Where:
         api_key=config.api_key if config.mock_url and config.api_key else where.api_key,
         second_key=config.second_key or where.second_key,
         restricted_key=config.restricted_key or where.restricted_key,
+        same_person_key=config.same_person_key or where.same_person_key,
     )
 
 
@@ -405,6 +430,7 @@ def execute(
         where.api_key,
         second_key=where.second_key,
         restricted_key=where.restricted_key,
+        same_person_key=where.same_person_key,
         max_requests=config.max_requests,
         use_control=config.is_mock,
         control_token=where.control_token,
@@ -433,7 +459,14 @@ def execute(
         if target.control is not None:
             target.control.reset()
         if deadline is not None:
-            plan = _plan(config, target, session.contract)
+            probes = tuple(
+                c.name
+                for c in checks
+                if c.run is not None
+                and c.name in RATE_LIMIT_PROBES
+                and (where.same_person_key or c.name not in SAME_PERSON_PROBES)
+            )
+            plan = _plan(config, target, session.contract, probes)
             target.max_requests = plan.requests
             target.notes.append(plan.describe())
             if on_event is not None:
@@ -447,10 +480,14 @@ def execute(
     return Outcome(results, target.count, list(target.notes))
 
 
-def _plan(config: RunConfig, target: Target, contract: Contract) -> Plan:
+def _plan(
+    config: RunConfig, target: Target, contract: Contract, probes: tuple[str, ...] = ()
+) -> Plan:
     """The run's request budget at the rate limit the deployment announces on an authenticated
-    read (the first of the run), in the time left (conformance/plan.py). Against the bundled
-    mock the run moves the mock's clock through a rate window: the rate bounds no time there."""
+    read (the first of the run), in the time left (conformance/plan.py), with the cost of the
+    rate-limit ``probes`` it runs. Against the bundled mock the run moves the mock's clock
+    through a rate window: the rate bounds no time there (and the probes work in sandboxes of
+    their own at a low limit)."""
     if target.control is not None:
         return plan_run(config.max_requests, config.time_budget, target.time_left())
     read = next(
@@ -468,7 +505,10 @@ def _plan(config: RunConfig, target: Target, contract: Contract) -> Plan:
         except BudgetExhausted:
             exchange = None
         rate = read_rate(exchange) if exchange is not None else None
-    return plan_run(config.max_requests, config.time_budget, target.time_left(), rate)
+    stated = int(contract.full.rate_limit.get("requestsPerMinute", 0)) or None
+    return plan_run(
+        config.max_requests, config.time_budget, target.time_left(), rate, probes, stated
+    )
 
 
 def write_reports(report: Report, config: RunConfig) -> None:

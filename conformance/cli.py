@@ -20,8 +20,8 @@ from conformance.gcpolicy import collect_less_often
 
 USAGE_ERROR = 2
 
-#: What ``pip install 'cgcas-kit[conformance]'`` adds to the mock's dependencies (pyproject.toml).
-EXTRA = "cgcas-kit[conformance]"
+#: The extra that adds the suite to the mock's dependencies (pyproject.toml), and what it adds.
+EXTRA = "conformance"
 EXTRA_MODULES = ("schemathesis", "hypothesis", "requests", "rich")
 
 #: Where ``--mock-control-token`` comes from by default (as for ``mockserver listen``).
@@ -31,6 +31,17 @@ MOCK_CONTROL_TOKEN = "MOCKSERVER_CONTROL_TOKEN"
 def missing_extra() -> list[str]:
     """The conformance extra's modules that are not installed (none: the suite can run)."""
     return [name for name in EXTRA_MODULES if find_spec(name) is None]
+
+
+def not_installed(missing: list[str]) -> str:
+    """The one line that says the suite is not installed, and the command that installs it in
+    the way the kit was installed (mockserver/extras.py)."""
+    from mockserver.extras import install_command
+
+    return (
+        f"conformance: the conformance suite is not installed (missing: {', '.join(missing)});"
+        f" install it with: {install_command(EXTRA)}"
+    )
 
 
 try:
@@ -105,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rules_parser.add_argument("--check", metavar="CHECK", help="only the rules CHECK judges")
 
+    from conformance.proxy.cli import add_proxy_parser
+
+    add_proxy_parser(commands)
+
     verify_parser = commands.add_parser(
         "verify-signature", help="verify one webhook delivery offline"
     )
@@ -130,6 +145,13 @@ def add_run_options(run_parser: argparse.ArgumentParser) -> None:
         metavar="KEY",
         help="a key of a lower role (not owner or admin) in the workspace of --api-key "
         "(auth-forbidden-role); against the mock an editor's fixture key is used",
+    )
+    target.add_argument(
+        "--same-person-key",
+        metavar="KEY",
+        help="another key of the person who holds --api-key (rate-limit-shared-bucket: one "
+        "person's keys share one rate-limit bucket); against the mock two fixture keys of one "
+        "member are used",
     )
     target.add_argument(
         "--mock",
@@ -281,6 +303,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         api_key=args.api_key,
         second_key=args.second_key,
         restricted_key=args.restricted_key,
+        same_person_key=args.same_person_key,
         mock=args.mock,
         mock_url=args.mock_url,
         mock_control_token=args.mock_control_token,
@@ -434,11 +457,7 @@ def command_rules(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     if missing := missing_extra():
-        print(
-            f"conformance: the conformance suite is not installed (missing: {', '.join(missing)});"
-            f" install it with: pip install '{EXTRA}'",
-            file=sys.stderr,
-        )
+        print(not_installed(missing), file=sys.stderr)
         raise SystemExit(USAGE_ERROR)
     args = build_parser().parse_args(argv)
     collect_less_often()  # this process is the suite's own (conformance/gcpolicy.py)
@@ -450,6 +469,10 @@ def main(argv: list[str] | None = None) -> None:
         status = command_list_checks()
     elif args.command == "rules":
         status = command_rules(args)
+    elif args.command == "proxy":
+        from conformance.proxy.cli import command_proxy
+
+        status = command_proxy(args)
     else:
         status = command_verify_signature(args)
     raise SystemExit(status)

@@ -34,6 +34,15 @@ first to judging every rule once, then to depth:
   allowance cut in the breadth pass before it judged anything runs again from the start, with
   all that is left but :data:`RESERVE` for each such check after it: judging once comes first.
 
+**The rate-limit probes** (``rate-limit``, ``rate-limit-shared-bucket``) spend a whole window of
+the key on purpose: against a deployment each costs about one window, the limit + 3 requests
+(:func:`window_requests`) and up to the window's minute of waiting for ``Retry-After``. Their
+family is the last of the run, so they take their turn after every other check has judged
+once (the prepared checks, whose jobs run meanwhile, excepted), from what the budget has left;
+where less than a window is left they are skipped with "request budget used up" (the time
+budget likewise refuses a wait that would end after it). The plan's line states that cost.
+Against the bundled mock they work in sandboxes of their own at a low limit: a few requests.
+
 Both passes record into one CheckResult per check. Reaching an allowance is not a skip: a check
 that judged shows no "request budget used up"; the run's notes name the checks whose depth the
 budget cut short. An unbounded run is one pass (:data:`WHOLE`), as it always was.
@@ -123,6 +132,8 @@ class Plan:
     time_left: float | None = None  # seconds left when the plan was made
     rate: Rate | None = None
     by_rate: int | None = None  # what the rate allows in the time left, less the margin
+    probes: tuple[str, ...] = ()  # the rate-limit probes the run has: a window each
+    window: int | None = None  # requests of one window (the announced, else the stated limit)
 
     def describe(self) -> str:
         """The plan as one line, for the report's notes and the progress output."""
@@ -146,8 +157,22 @@ class Plan:
         why = "; ".join(parts)
         return (
             f"planned {self.requests} requests ({why}): first every check judges once, then the "
-            "deep checks add depth with what is left"
+            f"deep checks add depth with what is left{self._probes_cost()}"
         )
+
+    def _probes_cost(self) -> str:
+        """What the rate-limit probes cost, stated (against a deployment)."""
+        if not self.probes or self.window is None:
+            return ""
+        cost = (
+            f"about one rate-limit window: {window_requests(self.window)} requests and up to "
+            f"{MINUTE:.0f} s of waiting for Retry-After"
+        )
+        if len(self.probes) == 1:
+            named = f"the rate-limit probe {self.probes[0]} costs {cost}"
+        else:
+            named = f"the rate-limit probes {' and '.join(self.probes)} cost each {cost}"
+        return f"; {named}, taken after every other check has judged once"
 
 
 def margin(seconds: float) -> float:
@@ -155,14 +180,24 @@ def margin(seconds: float) -> float:
     return min(seconds, max(MIN_MARGIN_SECONDS, MARGIN * seconds))
 
 
+def window_requests(limit: int) -> int:
+    """The requests a rate-limit probe spends against a deployment at ``limit`` a window: the
+    window, the refused one, and the ones before and after the wait."""
+    return limit + 3
+
+
 def plan_run(
     max_requests: int | None,
     time_budget: float | None = None,
     time_left: float | None = None,
     rate: Rate | None = None,
+    probes: tuple[str, ...] = (),
+    stated_limit: int | None = None,
 ) -> Plan:
     """The request budget: ``max_requests``, or less where the rate allows less in the time
-    left (``time_left`` seconds of a ``time_budget``)."""
+    left (``time_left`` seconds of a ``time_budget``); ``probes``: the rate-limit probes the
+    run has, whose cost the plan states (a window each: the announced limit, else
+    ``stated_limit``)."""
     by_rate = None
     if rate is not None and time_left is not None:
         by_rate = max(1, rate.allows(time_left - margin(time_left)))
@@ -174,6 +209,8 @@ def plan_run(
         time_left=time_left,
         rate=rate,
         by_rate=by_rate,
+        probes=probes,
+        window=rate.limit if rate is not None else stated_limit,
     )
 
 
@@ -207,18 +244,23 @@ def turns(
     left: Callable[[], int | None],
     cut: Callable[[Check], bool],
     deepens: Callable[[Check], bool],
+    reserved: Callable[[Check], bool] = lambda check: True,
 ) -> Iterator[Turn]:
     """The turns of a run, each allowance computed when its turn comes (``left()``: what the
     run may still send). Unbounded: every check once, whole. Bounded: the breadth pass; then
     the checks its allowances ``cut`` before they judged, again from the start, with all that
     is left but :data:`RESERVE` for each after them (judging once comes before any depth); then
-    the depth pass for the checks that ``deepens`` names (the deep checks that may run)."""
+    the depth pass for the checks that ``deepens`` names (the deep checks that may run).
+    :data:`RESERVE` is kept back for each later check that ``reserved`` names (not for a
+    rate-limit probe against a deployment: it takes a whole window of what is left when its
+    turn comes, or is skipped)."""
     runnable = [c for c in checks if c.run is not None]
     if left() is None:
         yield from (Turn(c, WHOLE, None) for c in runnable)
         return
     for i, check in enumerate(runnable):
-        allowance = breadth_allowance(left() or 0, len(runnable) - i - 1)
+        later = sum(1 for c in runnable[i + 1 :] if reserved(c))
+        allowance = breadth_allowance(left() or 0, later)
         yield Turn(check, _first_phase(check), allowance)
     retried = [c for c in runnable if cut(c)]
     for i, check in enumerate(retried):

@@ -4,25 +4,29 @@
 (``conformance preflight``). Its requests count in the run's request total. What it finds:
 
 * **Reachability and TLS**: ``GET /v1/openapi.json`` (1 request; public, never rate limited).
-* **Each key**: ``GET /v1/projects`` with ``--api-key``, ``--restricted-key`` and
-  ``--second-key`` (1 request each). The API shows nothing of the caller (no operation states
-  its workspace, member or role), so the evidence is what the interface document does state:
+* **Each key**: ``GET /v1/projects`` with ``--api-key``, ``--same-person-key``,
+  ``--restricted-key`` and ``--second-key`` (1 request each). The API shows nothing of the
+  caller (no operation states its workspace, member or role), so the evidence is what the
+  interface document does state:
   a key is pinned to one workspace and lists that workspace's records, and the ids of another
   workspace answer ``404``; all keys of one person share one rate-limit bucket. So
   ``--second-key`` listing a record of the ``--api-key`` workspace is a key of that workspace;
   ``--restricted-key`` listing none of them is asked for the comments of one of them
   (1 request more): ``404`` is another workspace; ``--restricted-key`` counting in the bucket
-  of ``--api-key`` acts as the same person, not a lower role. Each is a setup problem. A role
+  of ``--api-key`` acts as the same person, not a lower role. Each is a setup problem.
+  ``--same-person-key`` is checked like ``--restricted-key`` for its workspace; whether it
+  counts in the bucket of ``--api-key`` is said, never refused: a deployment that gives each
+  key a bucket of its own breaks the rule ``rate-limit-shared-bucket`` judges. A role
   itself is never shown, and a write that would show it is never made here:
   ``auth-forbidden-role`` judges the governance lock with the key.
 * **The rate limit**: ``x-ratelimit-limit``, ``-remaining`` and ``-reset`` of those answers,
   and how long the planned run needs at that rate (:func:`planned_requests`,
   :func:`seconds_at_rate`). When the plan needs more requests than the window has left (or
-  selects the rate-limit probe, or the key is already answered ``429``), whether the window
-  moves with real time:
-  ``x-ratelimit-reset`` read again :data:`GAP_SECONDS` after the first answer (1 request; a
-  mock on ``--clock manual`` reached with ``--base-url`` keeps it still), and whether a ``429``
-  outlasts the ``Retry-After`` it gave (1 request more, after that wait).
+  has a rate-limit probe it can afford, or the key is already answered ``429``), whether the
+  window moves with real time: ``x-ratelimit-reset`` read again :data:`GAP_SECONDS` after the
+  first answer (1 request; a mock on ``--clock manual`` reached with ``--base-url`` keeps it
+  still), and whether a ``429`` outlasts the ``Retry-After`` it gave (1 request more, after
+  that wait).
 * **``--receiver-url``**: a probe POSTed to it from here reaches the suite's receiver
   (conformance/receiver.py), listening on ``--receiver-listen`` (where a check of the run
   judges deliveries: ``Check.receives``).
@@ -33,7 +37,7 @@
   deleted again (2 requests).
 
 Against a deployment that is 2 requests with ``--api-key`` alone and a plan that fits the
-window, 5 with all three keys, 7 at most; against ``--mock-url`` 2, and 6 with
+window, 5 with three keys, 6 with all four, 9 at most; against ``--mock-url`` 2, and 6 with
 ``--no-sandbox`` (all three keys); against ``--mock``, started by the run itself, none. A setup
 problem is one line saying what to change (:class:`~conformance.target.SetupProblem`); the run
 then judges nothing, exits 2 and still writes its reports. The preflight never hangs: its
@@ -54,6 +58,7 @@ import httpx
 
 from conformance.checks import Check, select
 from conformance.contract import bundled_document
+from conformance.plan import window_requests
 from conformance.receiver import Receiver
 from conformance.sandboxes import SandboxError, Where, control_headers, sandboxed
 from conformance.target import (
@@ -82,6 +87,8 @@ SUBSCRIPTIONS = "/v1/webhook-subscriptions"
 GAP_SECONDS = 2.5
 #: The rate limit is stated per minute ("100 requests per minute per authenticated caller").
 WINDOW_SECONDS = 60.0
+#: The stated limit (100 requests a minute), for a deployment that announces none.
+WINDOW_REQUESTS_STATED = 100
 #: Requests of a whole run (the checks a run selects by default, ``--profile contract``, seed
 #: 1), read-only and with ``--allow-spend``, measured against the bundled mock reached with
 #: ``--base-url`` with all three keys (2026-11-27). :func:`planned_requests` shares them out.
@@ -252,6 +259,7 @@ def _target(config: RunConfig, where: Where, max_requests: int | None) -> Target
         where.api_key,
         second_key=where.second_key,
         restricted_key=where.restricted_key,
+        same_person_key=where.same_person_key,
         max_requests=None if max_requests is None else max(0, max_requests - 1),
         timeout=config.timeout,
         wait_cap=config.wait_cap,
@@ -337,7 +345,7 @@ def _says(key: _Key) -> str:
 
 def _deployment(config: RunConfig, checks: list[Check], target: Target, found: Preflight) -> None:
     """The keys, the rate limit and the plan against a deployment (no control plane)."""
-    from conformance.api import RATE_LIMIT_PROBES  # they wait for the next window
+    from conformance.api import RATE_LIMIT_PROBES, SAME_PERSON_PROBES  # they wait a window
 
     started = time.monotonic()
     primary = _key(target, "primary", "--api-key is refused: give a valid key of the workspace")
@@ -346,7 +354,14 @@ def _deployment(config: RunConfig, checks: list[Check], target: Target, found: P
     first = primary.reading
     _rate_limit(first, found)
     planned = found.planned_requests or 0
-    probes = any(c.name in RATE_LIMIT_PROBES for c in checks)
+    # The probes the run can afford: each spends a window (the rest are skipped, budget used up).
+    window = window_requests(first.limit or WINDOW_REQUESTS_STATED)
+    affords = config.max_requests is None or config.max_requests >= window
+    probes = affords and any(
+        c.name in RATE_LIMIT_PROBES and (target.same_person_key or c.name not in SAME_PERSON_PROBES)
+        for c in checks
+        if c.run is not None
+    )
     needs_window = (
         probes or first.status == 429 or (first.remaining is not None and planned > first.remaining)
     )
@@ -367,18 +382,27 @@ def _deployment(config: RunConfig, checks: list[Check], target: Target, found: P
     _plan(config, last, found, untested=not needs_window)
 
 
+#: What to give instead, for a key that is not of the workspace of --api-key.
+INSTEAD = {
+    "restricted": "a key of a lower role in the workspace of --api-key",
+    "same-person": "another key of the person who holds --api-key",
+}
+
+
 def _other_keys(target: Target, primary: _Key, found: Preflight) -> list[_Key]:
-    """``--restricted-key``, then ``--second-key``: each authenticates, and is of the workspace
-    it should be."""
+    """``--same-person-key``, ``--restricted-key``, then ``--second-key``: each authenticates,
+    and is of the workspace it should be."""
     keys = []
-    if target.restricted_key:
-        refused = "--restricted-key is refused: give a valid key of a lower role in the " + (
-            "workspace of --api-key"
-        )
-        restricted = _key(target, "restricted", refused)
-        workspace = _same_workspace(target, primary, restricted)
-        found.say(f"--restricted-key {_says(restricted)}; {workspace}")
-        keys.append(restricted)
+    for auth, given in (
+        ("same-person", target.same_person_key),
+        ("restricted", target.restricted_key),
+    ):
+        if not given:
+            continue
+        option = KEY_OPTIONS[auth]
+        key = _key(target, auth, f"{option} is refused: give a valid key: {INSTEAD[auth]}")
+        found.say(f"{option} {_says(key)}; {_same_workspace(target, primary, key)}")
+        keys.append(key)
     if target.second_key:
         refused = "--second-key is refused: give a valid key of another workspace"
         second = _key(target, "second", refused)
@@ -403,24 +427,27 @@ def _other_workspace(primary: _Key, second: _Key) -> str:
     return f"another workspace: it lists none of the {len(primary.records)} projects of --api-key"
 
 
-def _same_workspace(target: Target, primary: _Key, restricted: _Key) -> str:
-    if (record := _shared(primary, restricted)) is not None:
+def _same_workspace(target: Target, primary: _Key, other: _Key) -> str:
+    """Whether ``other`` (``--restricted-key``, ``--same-person-key``) is a key of the
+    workspace of ``--api-key``; a setup problem when it is not."""
+    option = KEY_OPTIONS[other.auth]
+    if (record := _shared(primary, other)) is not None:
         return f"the workspace of --api-key (both list project {record['id']})"
     # None listed alike: ask one key for a project only the other listed (the ids of another
     # workspace answer 404).
     if primary.records:
-        record, asking, holder = primary.records[0], "restricted", "--api-key"
-    elif restricted.records:
-        record, asking, holder = restricted.records[0], "primary", "--restricted-key"
+        record, asking, holder = primary.records[0], other.auth, "--api-key"
+    elif other.records:
+        record, asking, holder = other.records[0], "primary", option
     else:
         return "the workspace of --api-key: not verified (neither lists a project)"
     path = COMMENTS.replace("{projectId}", quote(record["id"], safe=""))
     exchange = _get(target, path, "listProjectComments", auth=asking)
     if exchange.status == 404:
         raise SetupProblem(
-            f"--restricted-key is a key of another workspace than --api-key (project "
-            f"{record['id']}, listed by {holder}, answers 404 to the other key): give a key of "
-            "a lower role in the workspace of --api-key"
+            f"{option} is a key of another workspace than --api-key (project "
+            f"{record['id']}, listed by {holder}, answers 404 to the other key): give "
+            f"{INSTEAD[other.auth]}"
         )
     if 200 <= exchange.status < 300:
         return f"the workspace of --api-key (both read project {record['id']})"
@@ -440,6 +467,12 @@ def _same_person(
         if key.reading.status == 429 or mine is None:
             continue
         if not shares_bucket(before, mine, last.remaining):
+            if key.auth == "same-person":  # judged by rate-limit-shared-bucket, not refused here
+                found.say(
+                    "--same-person-key does not seem to count in the rate-limit bucket of "
+                    f"--api-key (x-ratelimit-remaining {mine} after {before}): if it is another "
+                    "person's key, rate-limit-shared-bucket will report a broken rule"
+                )
             continue
         before = mine
         if key.auth == "restricted":

@@ -140,13 +140,10 @@ def pytest_collection_modifyitems(
 ) -> None:
     if not enabled(config):
         return
-    from conformance.cli import EXTRA, missing_extra
+    from conformance.cli import missing_extra, not_installed
 
     if missing := missing_extra():
-        raise pytest.UsageError(
-            f"conformance: the conformance suite is not installed (missing: {', '.join(missing)});"
-            f" install it with: pip install '{EXTRA}'"
-        )
+        raise pytest.UsageError(not_installed(missing))
     collector = ConformanceCollector.from_parent(session, name="conformance", nodeid="conformance")
     items.extend(collector.collect())
 

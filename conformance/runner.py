@@ -421,7 +421,14 @@ def run_checks(
                     unprepared.add(check.name)
                 emit("prepare-end", result)
             runnable.sort(key=lambda c: c.prepare is not None)  # stable: the prepared last
-        for turn in turns(runnable, lambda: session.target.run_remaining, cut_short, deepens):
+
+        def reserved(check: Check) -> bool:  # a probe's window is not kept back from the others
+            return not check.window or session.target.control is not None
+
+        def left() -> int | None:
+            return session.target.run_remaining
+
+        for turn in turns(runnable, left, cut_short, deepens, reserved):
             if turn.check.name in unprepared:  # its result says why
                 continue
             result = results[turn.check.name]

@@ -37,6 +37,7 @@ class Where:
     api_key: str
     second_key: str | None = None
     restricted_key: str | None = None  # a lower role's key in the workspace of api_key
+    same_person_key: str | None = None  # another key of the person who holds api_key
     identity: MockIdentity | None = None  # the bundled mock: who the primary key is
     keys: tuple[FixtureKey, ...] = field(default=(), repr=False)  # the mock's keys, if known
     sandbox: str | None = None  # the mock's sandbox the keys belong to

@@ -15,7 +15,7 @@
   ``Retry-After`` waits in a row for one key is a :class:`SetupProblem` (the rate window does
   not move), not one more wait;
 * records every exchange, so that a failure can show the request, the response and a curl
-  command (with the API keys masked as ``${API_KEY}`` and ``${SECOND_API_KEY}``);
+  command (with the API keys masked as ``${API_KEY}``, ``${SECOND_API_KEY}`` and the like);
 * tells its observers about every exchange (the envelope and response checks run there);
 * sends requests *together* for the checks that judge overlap (:meth:`Target.send_together`):
   each on a connection of its own, all released at once.
@@ -28,6 +28,7 @@ import shlex
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -119,9 +120,14 @@ class Wait:
         return cls(seconds, why, time.time() + seconds, check)
 
 
-AUTH_KINDS = ("primary", "second", "restricted", "none", "malformed", "unknown", "custom")
+AUTH_KINDS = (
+    "primary", "second", "restricted", "same-person", "none", "malformed", "unknown", "custom",
+)  # fmt: skip
 KEYED = ("primary", "second", "restricted")  # the identities a run holds a key of
-KEY_OPTIONS = {"primary": "--api-key", "second": "--second-key", "restricted": "--restricted-key"}
+KEY_OPTIONS = {
+    "primary": "--api-key", "second": "--second-key", "restricted": "--restricted-key",
+    "same-person": "--same-person-key",
+}  # fmt: skip
 
 #: Honoured ``Retry-After`` waits in a row for one key, with nothing but ``429`` between, after
 #: which another ``429`` means the deployment's rate window does not move (a mock on a manual
@@ -351,6 +357,7 @@ class Target:
         *,
         second_key: str | None = None,
         restricted_key: str | None = None,
+        same_person_key: str | None = None,
         max_requests: int | None = None,
         control_token: str | None = None,
         use_control: bool = False,
@@ -367,6 +374,9 @@ class Target:
         self.api_key = api_key
         self.second_key = second_key
         self.restricted_key = restricted_key  # a lower role in the workspace of api_key
+        # Another key of the person who holds api_key: it counts in the same rate-limit bucket
+        # (the run never spreads its work over it; only the rate-limit checks send with it).
+        self.same_person_key = same_person_key
         self.max_requests = max_requests
         self.wait_cap = wait_cap
         self.sleep = sleep
@@ -386,13 +396,16 @@ class Target:
         self.current_check: str | None = None
         self.answered = False  # whether the deployment ever answered
         self.on_wait: Callable[[Wait], None] | None = None  # told before every wait
-        self._reset_at: dict[str, tuple[float, int]] = {}  # identity -> (seen at, reset seconds)
+        # identity -> (seen at, x-ratelimit-remaining, x-ratelimit-reset) of its last response
+        self._windows: dict[str, tuple[float, int, int]] = {}
         self._honoured: dict[str, list[int]] = {}  # identity -> waits since a non-429
         self._masks = {api_key: "${API_KEY}"}
         if second_key:
             self._masks[second_key] = "${SECOND_API_KEY}"
         if restricted_key:
             self._masks[restricted_key] = "${RESTRICTED_API_KEY}"
+        if same_person_key:
+            self._masks[same_person_key] = "${SAME_PERSON_API_KEY}"
 
     def new_client(self) -> httpx.Client:
         """A client to the deployment with connections of its own."""
@@ -480,22 +493,27 @@ class Target:
 
     def forget_windows(self) -> None:
         """The deployment's rate-limit windows were reset (the mock's state was reset)."""
-        self._reset_at.clear()
+        self._windows.clear()
 
-    def _pace(self, identity: str) -> None:
-        window = self._reset_at.pop(identity, None)
-        if window is None:
+    def _pace(self, identity: str, need: int = 1) -> None:
+        """Before ``need`` requests at once: wait for the window to reset when its last response
+        left fewer than that."""
+        window = self._windows.get(identity)
+        if window is None or window[1] >= need:
             return
-        seen_at, reset = window
+        del self._windows[identity]
+        seen_at, remaining, reset = window
         # The mock's clock moves only when told to; real time counts against a real window.
         left = reset if self.control is not None else reset - (self.clock() - seen_at)
-        self.wait(left, "the rate-limit window to reset (x-ratelimit-remaining: 0)")
+        more = f", {need} needed at once" if need > 1 else ""
+        why = f"the rate-limit window to reset (x-ratelimit-remaining: {remaining}{more})"
+        self.wait(left, why)
 
     def _remember_window(self, identity: str, exchange: Exchange) -> None:
         remaining = exchange.header("x-ratelimit-remaining")
         reset = exchange.header("x-ratelimit-reset")
-        if remaining == "0" and reset and reset.isdigit():
-            self._reset_at[identity] = (self.clock(), int(reset))
+        if remaining and remaining.isdigit() and reset and reset.isdigit():
+            self._windows[identity] = (self.clock(), int(remaining), int(reset))
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -506,6 +524,8 @@ class Target:
             return f"Bearer {self.second_key}"
         if auth == "restricted":
             return f"Bearer {self.restricted_key}"
+        if auth == "same-person":
+            return f"Bearer {self.same_person_key}"
         if auth == "malformed":
             return "Bearer"
         if auth == "unknown":
@@ -586,7 +606,7 @@ class Target:
                 break
             seconds = exchange.header("retry-after") or ""
             delay = int(seconds) if seconds.isdigit() else 1
-            self._reset_at.pop(auth, None)
+            self._windows.pop(auth, None)
             if exchange.status == 429 and auth in KEYED and self.control is None:
                 self._honoured.setdefault(auth, []).append(delay)
             self.wait(delay, f"Retry-After on {exchange.status} {exchange.code or ''}".strip())
@@ -711,6 +731,9 @@ class Target:
         came. Each is counted against the budget and told to the observers like any other.
         """
         self.require(len(requests))
+        needs = Counter(item.auth for item in requests if item.auth in KEYED)
+        for identity, need in needs.items():
+            self._pace(identity, need)
         admitted = [self._admit() for _ in requests]
         first = self.count - len(requests) + 1
         clients = [self.new_client() for _ in requests]
@@ -732,11 +755,15 @@ class Target:
         finally:
             for client in clients:
                 client.close()
-        return [
+        exchanges = [
             self._record(first + i, item.method, item.url, response, elapsed, item.body,
                          item.operation_id, item.auth, item.provoked)
             for i, (item, (response, elapsed)) in enumerate(zip(requests, answered, strict=True))
         ]  # fmt: skip
+        for exchange in sorted(exchanges, key=_remaining, reverse=True):  # the fewest left last
+            if exchange.auth in KEYED:
+                self._remember_window(exchange.auth, exchange)
+        return exchanges
 
 
 @dataclass(frozen=True)
@@ -750,6 +777,11 @@ class Together:
     operation_id: str | None = None
     auth: str = "primary"
     provoked: bool = False
+
+
+def _remaining(exchange: Exchange) -> int:
+    value = exchange.header("x-ratelimit-remaining") or ""
+    return int(value) if value.isdigit() else 0
 
 
 def _wire(value: Any) -> str:

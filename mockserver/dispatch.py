@@ -1,9 +1,10 @@
 """The request pipeline of the emulated API: every /v1 request passes through here, in order.
 
-1. a request id; 2. route by method and path (unknown: 404 ``not_found``); 3. injected faults
-(401 and 5xx here; other 4xx after step 5); 4. authentication (401, or the credential store's
-503); 5. the rate limit (429) and the workspace header (403); 6. the body: size (413), content
-type and JSON (400); 7. validation against the contract (400); 8. the key's role (403);
+1. a request id; 2. route by method and path (unknown: 404 ``not_found``); 3. injected faults,
+then a ``Prefer: code=`` answer (platform/prefer.py): 401 and 5xx here, other 4xx after step 5;
+4. authentication (401, or the credential store's 503); 5. the rate limit (429) and the
+workspace header (403); 6. the body: size (413), content type and JSON (400); 7. validation
+against the contract (400); 8. the key's role (403);
 9. idempotency; 10. the handler, in one transaction with the encoding of its response (and the
 idempotency entry it leaves): a refusal or a failure at any step undoes every change it made;
 11. the envelope: ``x-request-id`` and rate-limit headers on every response, errors in the
@@ -28,9 +29,11 @@ from starlette.types import Receive, Scope, Send
 
 from mockserver.call import Call
 from mockserver.contract import Contract, Operation
+from mockserver.platform import prefer
 from mockserver.platform.auth import Caller, authenticate
 from mockserver.platform.envelope import Reply, json_response, new_request_id
 from mockserver.platform.errors import ApiError
+from mockserver.platform.faults import with_rate_limit
 from mockserver.platform.idempotency import fingerprint
 from mockserver.platform.journal import Entry, kept
 from mockserver.platform.jsonbody import JsonReader
@@ -167,6 +170,9 @@ class Dispatcher:
                     await asyncio.sleep(fault.delay_ms / 1000)
                 if fault.before_auth:
                     raise fault.error()  # type: ignore[misc]
+            preferred = prefer.requested(rt, op, request.headers)  # Prefer: code=... (or None)
+            if preferred is not None and (preferred.before_auth or op.public):
+                raise preferred.error()
             if op.public:
                 # Public operations (the contract itself) need no key and are never counted.
                 rt.seams.admit_public(op, request.headers)
@@ -184,13 +190,10 @@ class Dispatcher:
                     raise rt.rate.refusal(rate)
                 rt.seams.check_workspace_slug(caller, request.headers.get("x-workspace-slug"))
                 injected = fault.error() if fault is not None else None
+                if injected is None and preferred is not None:
+                    injected = preferred.error()
                 if injected is not None:
-                    if injected.status == 429:
-                        retry = injected.headers.get("Retry-After", str(rate.reset_seconds))
-                        injected.headers.update(
-                            {"x-ratelimit-remaining": "0", "x-ratelimit-reset": retry}
-                        )
-                    raise injected
+                    raise with_rate_limit(injected, rate.reset_seconds)
                 validator = rt.validators[op.operation_id]
                 body = MISSING
                 if validator.accepts_body:
@@ -237,7 +240,7 @@ class Dispatcher:
                 operation_id=op.operation_id if op else None,
                 status=response.status_code,
                 code=code,
-                caller=caller,
+                caller=caller or self.journalled_caller(rt, request),
                 time=rt.clock.now(),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 replayed=replayed,
@@ -249,6 +252,17 @@ class Dispatcher:
         )
         await rt.journal.written()
         return response
+
+    def journalled_caller(self, rt: Runtime, request: Request) -> Caller | None:
+        """Who a valid key names, for the journal only, when the answer came before the key
+        was checked (an unknown path, a public operation, a fault or an unreachable credential
+        store): nothing is counted, and an invalid key or none stays None."""
+        if "authorization" not in request.headers:
+            return None
+        try:
+            return authenticate(rt.world, request.headers["authorization"], None)
+        except ApiError:
+            return None
 
     def counted_identity(self, rt: Runtime, op: Operation | None, request: Request) -> str | None:
         """The rate-limit identity this request will be counted under, told from the world

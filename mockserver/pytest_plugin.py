@@ -5,7 +5,9 @@ has it; nothing starts unless a test asks for the fixture. One mock serves the s
 in-process (a thread on a free loopback port, manual clock, loopback callbacks allowed), or the
 running mock at ``--mockserver-url URL`` (or ``MOCKSERVER_URL``). Each test gets its own sandbox
 (its own keys, clock, credits, records and deliveries), ended after the test, so tests never see
-each other's state, also under ``pytest -n 8`` against one shared mock. See mockserver.testing.
+each other's state, also under ``pytest -n 8`` against one shared mock. The
+``webhook_receiver`` fixture is a receiver on loopback that verifies each delivery's signature.
+See mockserver.testing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from mockserver.testing import MockServer
+    from mockserver.testing import MockServer, WebhookReceiver
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,3 +48,14 @@ def mockserver(mockserver_session: MockServer) -> Iterator[MockServer]:
 
     with sandbox_of(mockserver_session) as mock:
         yield mock
+
+
+@pytest.fixture
+def webhook_receiver() -> Iterator[WebhookReceiver]:
+    """A webhook receiver on loopback for this test (mockserver.testing.webhook_receiver): hand
+    the mock ``webhook_receiver.url`` and ``webhook_receiver.secret``, then
+    ``webhook_receiver.wait(n)``."""
+    from mockserver.testing import webhook_receiver as receiving
+
+    with receiving() as receiver:
+        yield receiver

@@ -226,6 +226,7 @@ class Runtime:
         if isinstance(self.clock, ManualClock):
             self.clock.set(self.start)
         self.rate.reset()
+        self.rate.set_limit(None)
         self.faults.clear()
         self.journal.clear()
         self.scheduler.tick(force=True)

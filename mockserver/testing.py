@@ -20,15 +20,25 @@ with its own keys, clock, credits and deliveries, ended when the block ends. ``s
 does the same in-process. A mock off loopback closes its control plane with a token: pass
 ``control_token=`` (or set ``MOCKSERVER_CONTROL_TOKEN``).
 
+A receiver for the webhooks and callbacks the mock sends, in your test process: on a free
+loopback port, each delivery's signature verified with the secret the test hands it::
+
+    with mock_server() as mock, webhook_receiver(secret="s" * 32) as receiver:
+        ...  # callbackUrl=receiver.url, callbackSecret=receiver.secret
+        mock.flush_deliveries()
+        [completed] = receiver.wait(1, event="render.completed")
+
 With pytest, the kit's plugin gives the ``mockserver`` fixture: one in-process mock per session
 (or the mock at ``--mockserver-url`` / ``MOCKSERVER_URL``) and a fresh sandbox per test, so tests
-never see each other's state, also under ``pytest -n 8`` against one shared mock.
+never see each other's state, also under ``pytest -n 8`` against one shared mock; and the
+``webhook_receiver`` fixture, a receiver with a secret of its own (``webhook_receiver.secret``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import threading
@@ -36,10 +46,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from secrets import token_hex
 from typing import Any
 
 import httpx
 
+from mockserver.platform import signing
 from mockserver.platform.tls import tls_context
 from mockserver.webhook_cli import ENV_TOKEN
 
@@ -72,16 +84,18 @@ class MockServer:
 
     # -- keys ------------------------------------------------------------------------------
 
-    def key(self, role: str = "owner", workspace: str | None = None) -> str:
-        """A key of this role (in ``workspace``, default the first workspace that has one)."""
+    def key(self, *, role: str = "owner", workspace: str | None = None) -> str:
+        """A key of this role (``owner``, ``admin``, ``editor``, ``viewer``) in ``workspace``
+        (a fixture slug such as ``acme`` or ``globex``; default the first workspace that has
+        one): ``mock.key(role="viewer")``, ``mock.key(workspace="globex")``."""
         for key in self.keys:
             if key.role == role and workspace in (None, key.workspace):
                 return key.key
         raise LookupError(f"no {role} key" + (f" in {workspace}" if workspace else ""))
 
-    def auth(self, role: str = "owner", workspace: str | None = None) -> dict[str, str]:
-        """``{"Authorization": "Bearer <key>"}`` for a key of this role."""
-        return {"Authorization": f"Bearer {self.key(role, workspace)}"}
+    def auth(self, *, role: str = "owner", workspace: str | None = None) -> dict[str, str]:
+        """``{"Authorization": "Bearer <key>"}`` for a key of this role (as :meth:`key`)."""
+        return {"Authorization": f"Bearer {self.key(role=role, workspace=workspace)}"}
 
     # -- the control plane -----------------------------------------------------------------
 
@@ -134,7 +148,21 @@ class MockServer:
         retry_after: int | None = None,
         delay_ms: int | None = None,
     ) -> dict[str, Any]:
-        """The next request(s) matching ``operation_id`` or ``path`` answer ``status``/``code``."""
+        """The next ``count`` requests (default 1; None: until cleared) matching
+        ``operation_id`` or ``path`` answer ``status``/``code``.
+
+        ``operation_id`` is the contract's ``operationId`` of the operation, for example
+        ``listProjects`` (``GET /v1/projects``), ``createProject`` (``POST /v1/projects``),
+        ``getJob`` (``GET /v1/jobs/{jobId}``) or ``createFilmOutline`` (``POST
+        /v1/text/film``). Every operation's id is in ``spec/openapi.yaml``, and in the document
+        the mock serves at ``GET /v1/openapi.json``; each journal entry (:meth:`journal`) names
+        the ``operationId`` it matched. ``path`` matches the request path instead (``*``
+        wildcards: ``/v1/*``). 401 and 5xx faults answer before authentication; ``code``
+        must be one the contract lists for ``status`` (``429``: ``rate_limited``; ``503``:
+        ``upstream_unavailable`` or ``capability_unavailable``). ``retry_after`` sets
+        ``Retry-After`` (``rate_limited`` and ``upstream_unavailable`` get one by default);
+        ``delay_ms`` answers that much later. For one request, the header
+        ``Prefer: code=429`` does the same without a fault (see the README)."""
         match = {"operationId": operation_id} if operation_id else {"path": path}
         spec: dict[str, Any] = {"match": match, "status": status, "code": code}
         for name, value in (("count", count), ("retryAfter", retry_after), ("delayMs", delay_ms)):
@@ -300,6 +328,115 @@ class LocalServer(ThreadedServer):
             for w in fixtures["workspaces"]
             for k in w.get("keys", [])
         ]
+
+
+# -- receiving webhooks ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One delivery as the receiver got it: the raw body, and its headers by lowercase name."""
+
+    headers: dict[str, str]
+    body: bytes
+    verified: bool  # its signature is right for the receiver's secret
+
+    @property
+    def event(self) -> str:
+        return self.headers.get("x-service-event", "")
+
+    @property
+    def event_id(self) -> str:
+        return self.headers.get("x-service-event-id", "")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def describe(self) -> str:
+        verdict = "verified" if self.verified else "signature NOT verified with the secret given"
+        return f"{self.event or '(no event)'} {self.event_id or '(no id)'}: {verdict}"
+
+
+class WebhookReceiver:
+    """An HTTP endpoint on loopback that takes the mock's deliveries (any path): ``url`` to
+    hand the mock, ``secret`` to verify with (settable, for a subscription whose secret the
+    mock made), ``deliveries`` in the order they came, :meth:`wait` for some.
+
+    A delivery whose signature verifies with ``secret`` is answered 200; any other 400 (which
+    ends it: the mock does not retry a 4xx), and :meth:`wait` then fails saying so."""
+
+    def __init__(self, secret: str | None) -> None:
+        self.secret = secret
+        self.deliveries: list[Delivery] = []
+        self._arrived = threading.Condition()
+        self._server = ThreadedServer(self._app, interface="asgi3", lifespan="off")
+        self.url = self._server.base_url + "/hooks"
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        verified = self.secret is not None and signing.verify(
+            self.secret,
+            headers.get("x-service-timestamp", ""),
+            body,
+            headers.get("x-service-signature", ""),
+        )
+        with self._arrived:
+            self.deliveries.append(Delivery(headers, body, verified))
+            self._arrived.notify_all()
+        await send({"type": "http.response.start", "status": 200 if verified else 400})
+        await send({"type": "http.response.body", "body": b""})
+
+    def wait(
+        self, count: int = 1, *, event: str | None = None, timeout: float = 10
+    ) -> list[Delivery]:
+        """The first ``count`` verified deliveries (of ``event``, when given), once that many
+        have arrived; fails (AssertionError) after ``timeout`` seconds, or as soon as one
+        arrives whose signature does not verify, saying what arrived."""
+
+        def chosen() -> list[Delivery]:
+            return [d for d in self.deliveries if d.verified and event in (None, d.event)]
+
+        def settled() -> bool:
+            return len(chosen()) >= count or any(not d.verified for d in self.deliveries)
+
+        with self._arrived:
+            self._arrived.wait_for(settled, timeout)
+            found, arrived = chosen(), list(self.deliveries)
+        bad = [d for d in arrived if not d.verified]
+        if bad or len(found) < count:
+            what = f"{count} verified deliver{'y' if count == 1 else 'ies'}" + (
+                f" of {event}" if event else ""
+            )
+            why = "a signature did not verify" if bad else f"not within {timeout:g} s"
+            seen = "; ".join(d.describe() for d in arrived) or "nothing"
+            raise AssertionError(
+                f"waited for {what} at {self.url}: {why}; {len(arrived)} arrived: {seen}"
+            )
+        return found[:count]
+
+    def clear(self) -> None:
+        with self._arrived:
+            self.deliveries.clear()
+
+
+@contextlib.contextmanager
+def webhook_receiver(secret: str | None = None) -> Iterator[WebhookReceiver]:
+    """A :class:`WebhookReceiver` for the block, verifying with ``secret`` (default: a new one,
+    ``whsec_`` and 32 hex digits, fit for a ``callbackSecret``); stopped when the block ends."""
+    receiver = WebhookReceiver(secret if secret is not None else f"whsec_{token_hex(16)}")
+    receiver._server.start()
+    try:
+        yield receiver
+    finally:
+        receiver._server.stop()
 
 
 @contextlib.contextmanager

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hmac
 import http
 import os
 import signal
@@ -50,12 +49,6 @@ def subscription_events() -> list[str]:
 
     schemas = default_contract().document["components"]["schemas"]
     return list(schemas["SubscriptionEventName"]["enum"])
-
-
-def verify(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
-    """HMAC-SHA256 of ``<timestamp>.<raw body>``, ``sha256=`` lowercase hex, constant time."""
-    expected = signing.sign(secret, timestamp, body)
-    return hmac.compare_digest(expected.encode(), signature.encode())
 
 
 # -- talking to the mock ---------------------------------------------------------------------
@@ -282,7 +275,7 @@ class Forwarder:
         self, headers: list[tuple[str, str]], lower: dict[str, str], body: bytes
     ) -> int:
         timestamp = lower.get("x-service-timestamp", "")
-        good = verify(self.secret, timestamp, body, lower.get("x-service-signature", ""))
+        good = signing.verify(self.secret, timestamp, body, lower.get("x-service-signature", ""))
         forwarded = [
             (name, value)
             for name, value in headers

@@ -7,7 +7,7 @@ may be cached). The pip that installs is this interpreter's, run by the environm
 (what ``pip --python`` does), when it can: the environment then needs no pip of its own. The test
 is skipped only when PyPI cannot be reached.
 
-The container files are checked statically: no container engine runs on the kit's CI machine.
+The container files are checked statically here; tests/container builds the image and calls it.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def test_a_plain_install_is_the_mock_alone(tmp_path: Path):
     sources = copy_sources(tmp_path / "src")
     (tmp_path / "work").mkdir()
     venv = Venv(tmp_path / "venv", tmp_path / "work")
-    venv.pip_install(str(sources))  # no extras
+    venv.pip_install(wheel_of(sources, tmp_path / "dist"))  # no extras
 
     check_the_mock_runs(venv)
     check_the_inspector_is_packaged(venv)
@@ -166,6 +166,21 @@ def test_a_plain_install_is_the_mock_alone(tmp_path: Path):
     for argv in (["conformance", "--help"], ["conformance", "run", "--mock"]):
         check_conformance_names_the_extra(venv, argv)
     check_pytest_alone_is_not_broken_by_the_plugin(venv)
+    check_an_editable_clone_is_told_its_own_command(venv, sources)
+
+
+def wheel_of(sources: Path, dist: Path) -> str:
+    """The kit's wheel, built from ``sources`` as a release is (installed, pip records it came
+    from a file, not a directory: tests/test_extras.py tells the ways apart)."""
+    pip = [sys.executable, "-m", "pip"]
+    built = subprocess.run(
+        [*pip, "wheel", "-q", "--no-deps", "-w", str(dist), str(sources)],
+        capture_output=True, text=True, timeout=PIP_TIMEOUT,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = dist.glob("cgcas_kit-*.whl")
+    return str(wheel)
 
 
 def check_the_mock_runs(venv: Venv) -> None:
@@ -254,11 +269,21 @@ def check_pytest_alone_is_not_broken_by_the_plugin(venv: Venv) -> None:
     assert EXTRA_MESSAGE in asked.stderr and "Traceback" not in asked.stderr
 
 
+def check_an_editable_clone_is_told_its_own_command(venv: Venv, sources: Path) -> None:
+    """Installed again as an editable clone, the hint names ``pip install -e`` of the clone."""
+    venv.pip_install("--no-deps", "-e", str(sources))
+    result = venv.run("conformance", "--help")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"install it with: pip install -e '{sources}[conformance]'\n" in result.stderr
+
+
 def test_conformance_without_its_extra_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
-    """The same message as in the plain install above, without needing PyPI."""
+    """The same message as in the plain install above, without needing PyPI (the command it
+    names, for each way the kit can be installed: tests/test_extras.py)."""
     from conformance import cli
+    from mockserver.extras import install_command
 
     real = cli.find_spec
     monkeypatch.setattr(cli, "find_spec", lambda name: None if name == "rich" else real(name))
@@ -268,12 +293,12 @@ def test_conformance_without_its_extra_is_one_line(
     out, err = capsys.readouterr()
     assert out == "" and err == (
         "conformance: the conformance suite is not installed (missing: rich); "
-        f"install it with: {EXTRA_MESSAGE}\n"
+        f"install it with: {install_command('conformance')}\n"
     )
 
 
 # ---------------------------------------------------------------------------------------------
-# Container files (static checks only)
+# Container files (static checks; tests/container builds and calls the image)
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:
@@ -313,8 +338,10 @@ def dockerignored(path: str) -> bool:
 
 def test_the_dockerfile_copies_what_exists_and_runs_the_documented_command():
     instructions = dockerfile_instructions()
+    # Every stage starts from the BASE build argument, python:3.11-slim unless CI names its own.
     froms = [arg for op, arg in instructions if op == "FROM"]
-    assert froms and all(arg.split()[0] == "python:3.11-slim" for arg in froms)
+    assert froms and all(arg.split()[0] == "${BASE}" for arg in froms)
+    assert ("ARG", "BASE=python:3.11-slim") in instructions
     copied = []
     for op, arg in instructions:
         if op in ("COPY", "ADD"):
@@ -355,8 +382,9 @@ def test_compose_starts_the_image():
     assert store.startswith("postgresql://") and "@postgres:5432/" in store
     assert int(command[command.index("--workers") + 1]) > 1
     assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
-    # The control plane's token comes from the environment compose runs in.
-    assert service["environment"][ENV_TOKEN] == f"${{{ENV_TOKEN}:-}}"
+    # The control plane's token comes from the environment compose runs in (a name without a
+    # value: tests/container/test_compose.py shows how podman-compose reads it).
+    assert ENV_TOKEN in service["environment"] and service["environment"][ENV_TOKEN] is None
     database = compose["services"]["postgres"]
     volume = database["volumes"][0].split(":")[0]
     assert volume in compose["volumes"] and database["image"].startswith("postgres:")

@@ -7,7 +7,9 @@ of that family). Flags say what a check needs:
   ``--allow-spend`` or against ``--mock`` (validation probes, which must be refused before any
   charge, are not spending and are always allowed);
 * ``needs_second_key``: it needs ``--second-key`` (ids of another workspace);
-* ``only_when_selected``: it runs only when named by ``--only`` (the rate-limit probe);
+* ``only_when_selected``: it runs only when named by ``--only``;
+* ``window``: it spends a whole rate-limit window of the key on purpose (the rate-limit probes):
+  against a deployment about one window (conformance/plan.py);
 * ``deep``: it has depth to add once it has judged (more operations, examples, sequences). In a
   bounded run it covers in a first pass only what it needs to judge once, and the rest in a
   second pass with what the budget has left (conformance/plan.py): it reads ``ctx.phase`` and
@@ -56,6 +58,7 @@ class Check:
     only_when_selected: bool = False
     receives: bool = False  # it judges deliveries to the suite's webhook receiver
     deep: bool = False  # judges once in a bounded run's breadth pass, then adds depth
+    window: bool = False  # spends a rate-limit window on purpose (a probe: 429 at the end)
     cost: float = 1.0  # its share of a run's time, relative (for dealing shards and workers)
 
     @property

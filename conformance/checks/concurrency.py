@@ -13,16 +13,22 @@ on a connection of its own, released by one barrier):
 
 Against a deployment the overlap depends on timing, so each check makes :data:`ROUNDS` rounds
 (within the budget); against the bundled mock one round is enough (requests it has in hand
-together are in hand together). Both spend credits: ``--allow-spend`` only.
+together are in hand together). In a bounded run both are ``deep``: the breadth pass makes one
+round of paid calls (which judges every rule of the check once), the depth pass the rest. Both
+spend credits: ``--allow-spend`` only.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 from conformance.checks import check
 from conformance.checks.idempotency import NO_PAID_CALL, balance, first_success, replayable
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
+from conformance.plan import BREADTH, DEPTH, WHOLE
 from conformance.refusals import refusal, refused_since
 from conformance.runner import Context, Skip
 from conformance.target import Exchange, Together
@@ -68,18 +74,35 @@ def _ok(exchange: Exchange) -> bool:
 
 
 def _rounds(ctx: Context) -> int:
-    return 1 if ctx.control is not None else ROUNDS
+    """The rounds this pass makes: one in a breadth pass, the rest in the depth pass."""
+    rounds = 1 if ctx.control is not None else ROUNDS
+    return {BREADTH: 1, DEPTH: rounds - 1}.get(ctx.phase, rounds)
 
 
-def _working(ctx: Context, *, paid: bool) -> tuple[Operation, Prepared] | None:
-    """A keyed create (or paid call) and a request to it that succeeded once."""
-    mark, ops = ctx.target.count, replayable(ctx, paid=paid)
-    found = first_success(ctx, ops, salt="overlap")
-    if found is None:
-        what = NO_PAID_CALL if paid else "no creating operation with a key could be called"
+def _in_rounds(
+    ctx: Context,
+    ops: list[Operation],
+    rounds: int,
+    what: str,
+    one: Callable[[Operation, Prepared], bool],
+) -> None:
+    """``rounds`` rounds of ``one``, each on a fresh key, on the first operation of ``ops``
+    whose generated request succeeded once (sent alone, one after another: a request the
+    deployment does not accept is not one to judge overlap on); the next operation after a
+    round without a success; the reason recorded (``what``) when no round judged."""
+    if not rounds:
+        return
+    mark, done = ctx.target.count, 0
+    for op in ops:
+        found = first_success(ctx, [op], salt="overlap")
+        while found is not None and done < rounds:
+            if not one(op, _keyed(found[1], ctx.new_key())):
+                break
+            done += 1
+        if done >= rounds:
+            return
+    if not done:
         ctx.skip(refusal(what, refused_since(ctx, mark, ops)))
-        return None
-    return found[0], found[1]
 
 
 @check(
@@ -90,21 +113,35 @@ def _working(ctx: Context, *, paid: bool) -> tuple[Operation, Prepared] | None:
     "409 conflict, 429 or 503 upstream_unavailable, never a second execution",
     spends=True,
     creates=True,
+    deep=True,
 )
 def overlapping_retries(ctx: Context) -> None:
-    for paid in (False, True):
-        working = _working(ctx, paid=paid)
-        if working is None:
-            continue
-        op, prepared = working
-        for _ in range(_rounds(ctx)):
-            ctx.target.require(AT_ONCE + (3 if paid else 1))
-            _one_key_at_once(ctx, op, _keyed(prepared, ctx.new_key()), paid=paid)
+    for paid in (True, False):
+        rounds = _rounds(ctx)
+        if not paid and ctx.phase != WHOLE:  # the creates: depth (for all their rounds) only
+            rounds = 0 if ctx.phase == BREADTH else rounds + 1
+        what = NO_PAID_CALL if paid else "no creating operation with a key could be called"
+        one = _paid_at_once if paid else _create_at_once
+        _in_rounds(ctx, replayable(ctx, paid=paid), rounds, what, partial(one, ctx))
 
 
-def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bool) -> None:
+def _paid_at_once(ctx: Context, op: Operation, request: Prepared) -> bool:
+    return _one_key_at_once(ctx, op, request, paid=True)
+
+
+def _create_at_once(ctx: Context, op: Operation, request: Prepared) -> bool:
+    return _one_key_at_once(ctx, op, request, paid=False)
+
+
+def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bool) -> bool:
+    """One round; False when no call of it succeeded (nothing judged: the generated request
+    may not be one the deployment accepts)."""
+    ctx.target.require(AT_ONCE + (2 if paid else 0) + (ctx.phase != BREADTH))
     before = balance(ctx) if paid else None
     answers = _at_once(ctx, op, [request] * AT_ONCE)
+    successes = [a for a in answers if _ok(a)]
+    if not successes:
+        return False
     for answer in answers:
         ctx.expect(
             _ok(answer) or (answer.status, answer.code) in RETRY_REFUSALS,
@@ -116,10 +153,6 @@ def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bo
             quote=Q_KEY,
             key=(op.operation_id, "refusal"),
         )
-    successes = [a for a in answers if _ok(a)]
-    if not successes:
-        ctx.skip(f"{op.label}: every call at once with one key was refused")
-        return
     ids = [resource_id(a.json()) for a in successes]
     ctx.expect(
         len(set(ids)) == 1 and ids[0] is not None,
@@ -130,22 +163,23 @@ def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bo
         quote=Q_KEY,
         key=(op.operation_id, "ids"),
     )
-    retry = ctx.send(request, op)
-    ctx.expect(
-        _ok(retry) and resource_id(retry.json()) == ids[0],
-        "replayed-after",
-        f"{op.label}: the call retried after the overlap answered {retry.answered} with id "
-        f"{resource_id(retry.json())}; the overlapping calls answered {ids[0]}",
-        exchange=retry,
-        quote=Q_KEY,
-        key=(op.operation_id, "retry"),
-    )
+    if ctx.phase != BREADTH:
+        retry = ctx.send(request, op)
+        ctx.expect(
+            _ok(retry) and resource_id(retry.json()) == ids[0],
+            "replayed-after",
+            f"{op.label}: the call retried after the overlap answered {retry.answered} with id "
+            f"{resource_id(retry.json())}; the overlapping calls answered {ids[0]}",
+            exchange=retry,
+            quote=Q_KEY,
+            key=(op.operation_id, "retry"),
+        )
     if before is None:
-        return
+        return True
     after, cost = balance(ctx), _cost(successes[0])
     if after is None or cost is None:
         ctx.skip(f"{op.label}: no balance, or no cost.credits in the answer, to compare")
-        return
+        return True
     ctx.expect(
         before - after == cost,
         "one-charge",
@@ -155,6 +189,7 @@ def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bo
         quote=Q_KEY,
         key=(op.operation_id, "charge"),
     )
+    return True
 
 
 @check(
@@ -163,36 +198,39 @@ def _one_key_at_once(ctx: Context, op: Operation, request: Prepared, *, paid: bo
     f"{AT_ONCE} paid calls at once in one workspace are all billed: the balance falls by the "
     "sum of the cost.credits they report",
     spends=True,
+    deep=True,
 )
 def concurrent_billing(ctx: Context) -> None:
-    working = _working(ctx, paid=True)
-    if working is None:
-        raise Skip("no paid call succeeded")
-    op, prepared = working
-    judged = False
-    for _ in range(_rounds(ctx)):
-        ctx.target.require(AT_ONCE + 2)
-        before = balance(ctx)
-        if before is None:
-            raise Skip("GET /v1/capabilities does not answer a balance")
-        answers = _at_once(ctx, op, [_keyed(prepared, ctx.new_key()) for _ in range(AT_ONCE)])
-        after = balance(ctx)
-        successes = [a for a in answers if _ok(a)]
-        costs = [_cost(a) for a in successes]
-        if not successes or after is None or None in costs:
-            ctx.skip(f"{op.label}: no success at once, or one without cost.credits, to add up")
-            continue
-        billed = sum(c for c in costs if c is not None)
-        judged = True
-        ctx.expect(
-            before - after == billed,
-            "all-billed",
-            f"{op.label}: {len(successes)} paid calls at once reported {billed} credits "
-            f"({' + '.join(map(str, costs))}); the balance went from {before} to {after}, "
-            f"{before - after} taken",
-            exchange=successes[-1],
-            quote=Q_BILLED,
-            key=(op.operation_id,),
-        )
-    if not judged:
-        raise Skip(f"{op.label}: no round of paid calls at once could be added up")
+    _in_rounds(
+        ctx, replayable(ctx, paid=True), _rounds(ctx), NO_PAID_CALL, partial(_all_billed, ctx)
+    )
+
+
+def _all_billed(ctx: Context, op: Operation, prepared: Prepared) -> bool:
+    """One round of paid calls at once (each its own key); False when none succeeded."""
+    ctx.target.require(AT_ONCE + 2)
+    before = balance(ctx)
+    if before is None:
+        raise Skip("GET /v1/capabilities does not answer a balance")
+    keyed = [prepared] + [_keyed(prepared, ctx.new_key()) for _ in range(AT_ONCE - 1)]
+    answers = _at_once(ctx, op, keyed)
+    successes = [a for a in answers if _ok(a)]
+    if not successes:
+        return False
+    after = balance(ctx)
+    costs = [_cost(a) for a in successes]
+    if after is None or None in costs:
+        ctx.skip(f"{op.label}: a paid success without cost.credits, or no balance, to add up")
+        return True
+    billed = sum(c for c in costs if c is not None)
+    ctx.expect(
+        before - after == billed,
+        "all-billed",
+        f"{op.label}: {len(successes)} paid calls at once reported {billed} credits "
+        f"({' + '.join(map(str, costs))}); the balance went from {before} to {after}, "
+        f"{before - after} taken",
+        exchange=successes[-1],
+        quote=Q_BILLED,
+        key=(op.operation_id,),
+    )
+    return True

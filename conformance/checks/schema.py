@@ -39,6 +39,7 @@ from conformance.checks.jobs import (
 )
 from conformance.contract import ContractView, Operation, link_value
 from conformance.generation import prepare, salted
+from conformance.model.run import StopRun
 from conformance.plan import BREADTH
 from conformance.polling import beyond
 from conformance.refusals import refusal, refused_since
@@ -307,6 +308,8 @@ def stateful(ctx: Context) -> None:
         )
     except BudgetExhausted as exhausted:
         ctx.skip(exhausted.reason)
+    except StopRun as stopped:
+        ctx.skip(stopped.reason)
     except ExceptionGroup as group:
         if not (stopped := group.subgroup(BudgetExhausted)):
             raise
@@ -425,7 +428,12 @@ def _machine(ctx: Context, base: Any) -> Any:
             prepared = prepare(case, ctx.target.base_url)
             if prepared is None or op is None:
                 raise Skip("a stateful case could not be sent")
-            exchange = ctx.send(prepared, op)
+            try:
+                exchange = ctx.send(prepared, op)
+            except BudgetExhausted as exhausted:
+                # Ends the Hypothesis run at once: an error here would be replayed, and the
+                # replay (with no budget) would not draw alike ("flaky strategy").
+                raise StopRun(exhausted.reason) from None
             exchanges[case.id] = exchange
             statuses[case.id] = exchange.status
             if case.method == "DELETE" and 200 <= exchange.status < 300:

@@ -42,7 +42,6 @@ FOOTAGE_EDIT = "editVideo"  # "cover footage edits"
 READS = 3  # free reads (or exempt calls) a probe makes between its two measurements
 
 NEEDS_RESTRICTED = "needs a key that cannot spend (--restricted-key)"
-NEEDS_TWO_KEYS = "needs two keys of one person"
 
 Q_CAPABILITIES = "GET /v1/capabilities: Free; never billed."
 Q_OPENAPI = (
@@ -63,10 +62,6 @@ Q_COVERAGE = (
 Q_QA_FAILED = (
     "Media must never be published from a `qa_failed` job. artifacts: only `done` carries "
     "artifacts (`videoUrl`, `downloadUrls` object); otherwise null"
-)
-Q_SHARED_BUCKET = (
-    "Request rate: 100 requests per minute per authenticated caller identity; all keys of one "
-    "person share the bucket"
 )
 
 
@@ -580,45 +575,4 @@ def qa_failed_not_published(ctx: Context) -> None:
         f"{[b.get('artifacts') for b in callbacks]!r} (expected null)",
         quote=quote,
         subject=op.label,
-    )
-
-
-# -- rate limit ------------------------------------------------------------------------------------
-
-
-@check(
-    "rate-limit-shared-bucket",
-    "rate-limit",
-    "all keys of one person share the rate-limit bucket: calls with one key lower another's "
-    "x-ratelimit-remaining; runs only with --only",
-    only_when_selected=True,
-)
-def shared_bucket(ctx: Context) -> None:
-    by_person: dict[tuple[str, str], list[FixtureKey]] = {}
-    for key in _mock_keys(ctx):
-        by_person.setdefault((key.workspace, key.member), []).append(key)
-    pair = next((keys[:2] for keys in by_person.values() if len(keys) >= 2), None)
-    if pair is None:
-        raise Skip(NEEDS_TWO_KEYS)
-    a, b = pair
-    op = _op(ctx, CAPABILITIES)
-    ctx.target.require(READS + 2)
-    quote = _quote(ctx, "#/x-rate-limit/scope", Q_SHARED_BUCKET)
-    first = ctx.call(op, auth="custom", headers=_bearer(b.key), retry=False)
-    before = _remaining(first)
-    if before is None:
-        raise Skip("authenticated responses carry no x-ratelimit-remaining")
-    if before < READS + 2:
-        raise Skip(f"x-ratelimit-remaining is {before}: too little left to measure")
-    for _ in range(READS):
-        ctx.call(op, auth="custom", headers=_bearer(a.key), retry=False)
-    last = ctx.call(op, auth="custom", headers=_bearer(b.key), retry=False)
-    after = _remaining(last)
-    ctx.expect(
-        after is not None and before - after >= READS + 1,
-        "shared-bucket",
-        f"{b.member}'s second key saw x-ratelimit-remaining {before} → {after} around "
-        f"{READS} calls with their first key (expected it to drop by {READS + 1})",
-        exchange=last,
-        quote=quote,
     )

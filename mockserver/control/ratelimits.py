@@ -1,5 +1,6 @@
 """Rate-limit buckets on the control plane (``ratelimits.yaml`` beside this module): each
-person's bucket (used, limit, when its window ends on the mock clock), and emptying one.
+person's bucket (used, limit, when its window ends on the mock clock), emptying one, and the
+limit itself (set for the world, or a sandbox; a reset puts back the start-up limit).
 
 A bucket belongs to a person, a member of a workspace (platform/auth.py ``person_identity``),
 so it is shown by workspace and member, never by key.
@@ -28,6 +29,16 @@ def list_rate_limits(rt: Runtime, call: Validated) -> dict[str, Any]:
         "clock": rt.clock.mode,
         "now": iso_z(rt.clock.now()),
         "buckets": [_view(rt, bucket) for bucket in rt.rate.buckets()],
+    }
+
+
+@control("setRateLimit")
+def set_rate_limit(rt: Runtime, call: Validated) -> dict[str, Any]:
+    rt.rate.set_limit(int(call.body["limit"]))
+    return {
+        "limit": rt.rate.limit,
+        "startLimit": rt.rate.start_limit,
+        "windowSeconds": WINDOW_SECONDS,
     }
 
 

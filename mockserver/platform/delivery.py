@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
-import hmac
 import ipaddress
 import logging
 import secrets
@@ -236,7 +235,7 @@ def signature_check(
             "verdict": "invalid",
             "reason": f"the timestamp {timestamp!r} is not UTC in whole seconds ending in Z",
         }
-    if not hmac.compare_digest(signing.sign(secret, timestamp, body), signature):
+    if not signing.verify(secret, timestamp, body, signature):
         return {
             "verdict": "invalid",
             "reason": "the signature is not HMAC-SHA256(secret, <timestamp>.<body sent>)",

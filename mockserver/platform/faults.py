@@ -50,20 +50,11 @@ class Fault:
     def error(self) -> ApiError | None:
         if self.status is None or self.code is None:
             return None
-        headers = {}
-        retry_after = self.retry_after
-        if retry_after is None and (self.status, self.code) in (
-            (429, "rate_limited"),
-            (503, "upstream_unavailable"),
-        ):
-            retry_after = DEFAULT_RETRY_AFTER[self.status]
-        if retry_after is not None:
-            headers["Retry-After"] = str(retry_after)
-        return ApiError(
+        return error_answer(
+            self.status,
             self.code,
             self.message or f"injected fault: {self.code}",
-            status=self.status,
-            headers=headers,
+            retry_after=self.retry_after,
             details={"reason": "injected_fault", "faultId": self.id},
         )
 
@@ -80,6 +71,39 @@ class Fault:
             "retryAfter": self.retry_after,
             "delayMs": self.delay_ms,
         }
+
+
+def error_answer(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    retry_after: int | None = None,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> ApiError:
+    """The error a fault (or a ``Prefer: code=``, platform/prefer.py) answers: ``code`` under
+    ``status``, with ``Retry-After`` when given (``rate_limited`` and ``upstream_unavailable``
+    get one by default). A 429 also gets its rate-limit headers after authentication
+    (:func:`with_rate_limit`)."""
+    headers = dict(headers or {})
+    if retry_after is None and (status, code) in (
+        (429, "rate_limited"),
+        (503, "upstream_unavailable"),
+    ):
+        retry_after = DEFAULT_RETRY_AFTER[status]
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return ApiError(code, message, status=status, headers=headers, details=details)
+
+
+def with_rate_limit(error: ApiError, reset_seconds: int) -> ApiError:
+    """An answered 429 says the window is spent: ``x-ratelimit-remaining: 0``, and a reset no
+    sooner than its ``Retry-After`` (the caller's own window's reset when it has none)."""
+    if error.status == 429:
+        retry = error.headers.get("Retry-After", str(reset_seconds))
+        error.headers.update({"x-ratelimit-remaining": "0", "x-ratelimit-reset": retry})
+    return error
 
 
 @dataclass

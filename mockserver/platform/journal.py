@@ -214,6 +214,7 @@ class Journal:
         if entry.operation_id is not None and request_body is not None:
             request_body = redact(entry.operation_id, request_body)
         caller = entry.caller
+        response_headers = render_headers(entry.response_headers, label)
         return {
             "seq": entry.seq,
             "requestId": entry.request_id,
@@ -230,8 +231,10 @@ class Journal:
             "time": iso_z(entry.time),
             "durationMs": entry.duration_ms,
             "replayed": entry.replayed,
+            # Answered as its Prefer header asked (platform/prefer.py), not worked out.
+            "preferred": response_headers.get("preference-applied"),
             "requestHeaders": render_headers(entry.request_headers, label),
-            "responseHeaders": render_headers(entry.response_headers, label),
+            "responseHeaders": response_headers,
             "requestBody": request_body,
             "responseBody": shown_body(entry.response_body, self._reader, own=True),
         }

@@ -3,8 +3,8 @@
 All keys of one member share the bucket (``auth.rate_identity``). ``GET /v1/openapi.json`` is
 never counted, with a key or without (the dispatcher asks :func:`never_counted` for public
 operations). On the manual clock a window ends only when the clock is moved, so a refusal says
-so (:meth:`RateLimiter.refusal`); the control plane lists the buckets and empties one
-(``GET /_mock/rate-limits``, control/ratelimits.py).
+so (:meth:`RateLimiter.refusal`); the control plane lists the buckets, empties one and sets the
+limit (``/_mock/rate-limits``, control/ratelimits.py; a reset puts the start-up limit back).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class RateLimiter:
     def __init__(self, limit: int, clock: Clock, shared: SharedBuckets | None = None) -> None:
         """``shared``: buckets kept in a store every process counts in (store/sql.py)."""
         self.limit = limit
+        self.start_limit = limit  # what the mock started with; a reset puts it back
         self.clock = clock
         self._windows: dict[str, tuple[float, int]] = {}  # identity -> (window start, count)
         self.shared = shared
@@ -85,6 +86,16 @@ class RateLimiter:
         self._windows[identity] = (start, count)
         return RateState(self.limit, self.limit - count, reset, allowed=True)
 
+    @property
+    def changed_limit(self) -> int | None:
+        """The limit set through the control plane, or None while it is the start-up one."""
+        return None if self.limit == self.start_limit else self.limit
+
+    def set_limit(self, limit: int | None) -> None:
+        """Requests per window from the next request on (None: the start-up limit). The counts
+        of open windows are kept."""
+        self.limit = self.start_limit if limit is None else limit
+
     def refusal(self, state: RateState) -> ApiError:
         """The 429 for a refused request. On the manual clock the window moves only with the
         mock's clock, so the answer says so: move the clock, empty the bucket, or raise the
@@ -98,8 +109,8 @@ class RateLimiter:
                 " on the mock's clock. This mock runs on the manual clock: the window moves only"
                 " when that clock does, never with wall time. Move it with POST"
                 " /_mock/clock/advance (mockserver's control plane), empty the bucket with DELETE"
-                " /_mock/rate-limits/{workspace}/{member}, or start the mock with a higher"
-                " --rate-limit"
+                " /_mock/rate-limits/{workspace}/{member}, raise the limit with PUT"
+                " /_mock/rate-limits, or start the mock with a higher --rate-limit"
             )
         return ApiError("rate_limited", message, headers={"Retry-After": str(state.reset_seconds)})
 

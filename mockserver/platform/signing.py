@@ -46,6 +46,13 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return SIGNATURE_PREFIX + digest.hexdigest()
 
 
+def verify(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
+    """Whether ``signature`` is :func:`sign`'s value for ``body`` sent at ``timestamp``
+    (compared in constant time): what a receiver checks (``mockserver listen``,
+    ``mockserver.testing``'s webhook receiver)."""
+    return hmac.compare_digest(sign(secret, timestamp, body).encode(), signature.encode())
+
+
 def encode_body(payload: dict[str, Any]) -> bytes:
     """The exact bytes to send: compact JSON, UTF-8, non-ASCII written raw, key order kept."""
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -135,8 +135,10 @@ class PostgresDialect(Dialect):
         try:
             import psycopg
         except ImportError as exc:  # an optional extra
+            from mockserver.extras import install_command
+
             raise StoreError(
-                "the PostgreSQL store needs psycopg: pip install 'cgcas-kit[postgresql]'"
+                f"the PostgreSQL store needs psycopg: {install_command('postgresql')}"
             ) from exc
         self.psycopg = psycopg
         self.tuples_ok = psycopg.pq.ExecStatus.TUPLES_OK

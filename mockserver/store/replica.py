@@ -17,7 +17,8 @@ start of every unit of work.
   because another process wrote first: :func:`retrying` and :func:`retrying_sync`.
 
 Runtime state outside the tree is written with the transaction that changed it, as documents
-of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")`` and, for a
+of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")``,
+``("meta", "rate-limit")`` (a limit set through the control plane, or None) and, for a
 store other processes share, ``("meta", "due")`` (the scheduler's next due time). Rate buckets
 of a shared store are rows of their own (the rate limiter counts them there).
 """
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mockserver")
 UNKNOWN = -1
 NO_FAULTS = Faults().dump()
+RATE_LIMIT: DocKey = ("meta", "rate-limit")
 T = TypeVar("T")
 LOCKED_ATTEMPTS = 3  # runs under the write lock (another only when the lock was lost with
 # the connection: the server restarted, say)
@@ -152,6 +154,7 @@ class Replica:
                     place(tree, row.key, row.value)
             rt.replace_world(tree)
             self._written = {}
+            runtime.setdefault(RATE_LIMIT, None)  # a whole world without one: the start-up limit
             for key, value in runtime.items():
                 self._load_runtime(key, value)
         else:
@@ -175,6 +178,8 @@ class Replica:
             self._clock_written = rt.clock.now()
         elif key == ("meta", "faults") and value is not None:
             rt.faults.load(value)
+        elif key == RATE_LIMIT:
+            rt.rate.set_limit(value)
         elif key == ("meta", "due") and self.shared:
             rt.scheduler.next_due = value
 
@@ -261,6 +266,9 @@ class Replica:
             faults = rt.faults.dump()
             if whole or written != faults:
                 found["meta", "faults"] = faults
+        limit = rt.rate.changed_limit
+        if whole or self._written.get(RATE_LIMIT) != limit:
+            found[RATE_LIMIT] = limit
         if self.shared:
             due = rt.scheduler.next_due
             if whole or ("meta", "due") not in self._written or self._written["meta", "due"] != due:

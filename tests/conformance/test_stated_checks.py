@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.checks.stated import NEEDS_RESTRICTED, NEEDS_TWO_KEYS
+from conformance.checks.stated import NEEDS_RESTRICTED
 from conformance.checks.webhooks import NEEDS_RECEIVER
 from conformance.contract import bundled_document
 from conformance.results import CheckResult, Report
@@ -27,7 +27,6 @@ DEFECT_OF = {
     "auth-key-revocation": "revocation-ignored",
     "webhooks-subscription-coverage": "render-delivered-to-subscriptions",
     "webhooks-qa-failed-not-published": "qa-failed-artifacts",
-    "rate-limit-shared-bucket": "bucket-per-key",
 }
 CHECKS = list(DEFECT_OF)
 
@@ -100,7 +99,6 @@ def test_usage_is_read_with_the_restricted_key_of_a_deployment(mock: Served) -> 
         ("auth-key-revocation", NEEDS_CONTROL),
         ("webhooks-qa-failed-not-published", NEEDS_CONTROL),
         ("webhooks-subscription-coverage", NEEDS_RECEIVER),
-        ("rate-limit-shared-bucket", NEEDS_TWO_KEYS),
     ],
 )
 def test_skips_with_its_reason_against_a_deployment(mock: Served, name: str, reason: str) -> None:

@@ -2,7 +2,8 @@
 idempotency (``find_replay``; ``hold_key`` with a slow ``run_operation``: overlapping retries
 executed), credits (``capability_available``, ``set_balance``, ``quote_catalogue``; with
 ``finish_response`` a refused call charged; with ``run_operation`` a charge lost when paid calls
-overlap) and keys (``authorize``, ``revoke_key``, ``rate_identity``)."""
+overlap) and keys (``authorize``, ``revoke_key``, ``rate_identity``; with ``finish_response`` a
+person's other key served during a 429's wait)."""
 
 from __future__ import annotations
 
@@ -132,6 +133,34 @@ def _bucket_per_key(seams: Seams) -> Seams:
     return replace(seams, rate_identity=rate_identity)
 
 
+def _other_key_not_paused(seams: Seams) -> Seams:
+    """A person's keys count in one bucket until one of them is refused; from then on only that
+    key waits: the person's other keys are served from buckets of their own (each request's
+    caller is told by ``rate_identity`` and its 429 seen by ``finish_response``, the requests
+    taken one at a time)."""
+    previous_identity, previous_finish = seams.rate_identity, seams.finish_response
+    refused: dict[str, str] = {}  # person -> the key that earned their last 429
+    current: list[Caller | None] = [None]
+
+    def rate_identity(caller: Caller) -> str:
+        current[0] = caller
+        person = previous_identity(caller)
+        held = refused.get(person)
+        return person if held in (None, caller.key_id) else f"{person}+{caller.key_id}"
+
+    def finish_response(op: Operation | None, response: Response) -> Response:
+        caller, current[0] = current[0], None
+        if caller is not None:
+            person = previous_identity(caller)
+            if response.status_code == 429:
+                refused[person] = caller.key_id
+            elif refused.get(person) == caller.key_id:  # its wait is over
+                del refused[person]
+        return previous_finish(op, response)
+
+    return replace(seams, rate_identity=rate_identity, finish_response=finish_response)
+
+
 #: How long a slow deployment takes before it runs an operation: overlapping calls all reach
 #: that point before the first of them has changed anything.
 SLOW_SECONDS = 0.05
@@ -234,6 +263,10 @@ DEFECTS: dict[str, Defect] = {
         "revoking a key takes effect within 30 seconds", _revocation_ignored
     ),
     "bucket-per-key": Defect("all keys of one person share the rate-limit bucket", _bucket_per_key),
+    "other-key-not-paused": Defect(
+        "a 429 earned with one key of a person pauses their other keys during Retry-After",
+        _other_key_not_paused,
+    ),
     "refused-call-charged": Defect(
         "nothing is charged for a paid call that was refused", _refused_call_charged
     ),

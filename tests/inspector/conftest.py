@@ -31,7 +31,7 @@ from tests.support.control_check import CheckedControl, check_control
 from tests.support.serve import Served
 
 ROOT = Path(__file__).resolve().parents[2]
-VIEWPORT = {"width": 1280, "height": 760}
+VIEWPORT = {"width": 1440, "height": 900}  # the screenshots in the README are this wide
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 
@@ -51,7 +51,9 @@ def unavailable() -> str | None:
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        return "the playwright package is not installed: pip install -e '.[test]'"
+        from mockserver.extras import install_command
+
+        return f"the playwright package is not installed: {install_command('test')}"
     if chromium() is None:
         return (
             "no Chromium found (/usr/bin/chromium, chromium on the PATH, or INSPECTOR_CHROMIUM): "

@@ -64,7 +64,6 @@ def test_a_request_appears_live_and_opens_to_the_whole_exchange(page: Any, mock:
     expect(curl).to_contain_text("-H 'idempotency-key: inspector-1'")
     expect(curl).to_contain_text('--data-raw \'{"name":"Live product"')
     assert "sk_test" not in page.content()  # no key, anywhere on the page
-    screenshot(page, "requests")
 
 
 def test_filters_narrow_the_table_to_an_operation_a_status_class_and_a_member(

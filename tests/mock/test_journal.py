@@ -117,14 +117,15 @@ def test_filters_by_status_class_workspace_member_and_after(api, asgi_http):
     api.get("/v1/products")  # alice
     api.post("/v1/products", json={"name": "x"}, key="viewer")  # victor: 403, never writes
     api.get("/v1/products", key="globex")  # gina
-    api.get("/v1/no-such-path")  # 404, no operation
+    api.get("/v1/no-such-path")  # 404, no operation: still alice's key
 
     def journal(**filters: object) -> dict:
         return control.call("GET", "/requests", **filters)
 
     assert [e["status"] for e in journal(statusClass="4xx")["requests"]] == [403, 404]
     assert [e["member"] for e in journal(statusClass="2xx")["requests"]] == ["alice", "gina"]
-    assert [e["member"] for e in journal(workspace="acme")["requests"]] == ["alice", "victor"]
+    acme = [e["member"] for e in journal(workspace="acme")["requests"]]
+    assert acme == ["alice", "victor", "alice"]
     assert [e["status"] for e in journal(member="victor")["requests"]] == [403]
     assert journal(workspace="globex", member="alice")["requests"] == []
     everything = journal()
@@ -134,6 +135,45 @@ def test_filters_by_status_class_workspace_member_and_after(api, asgi_http):
     assert everything["latestSeq"] == rest[-1]["seq"] and everything["oldestSeq"] == first["seq"]
     refused = control.request("GET", "/requests", statusClass="6xx")
     assert refused.status_code == 400
+
+
+def test_an_answer_given_before_the_key_is_checked_still_names_the_key(api, asgi_http):
+    """A 404 (no operation), a public operation and a fault answered before authentication
+    name a valid key's member, without counting its rate limit; an invalid key names no one,
+    and only by its label."""
+    control = CheckedControl(asgi_http)
+    control.call("POST", "/reset")
+    control.call("DELETE", "/faults")
+    before = api.get("/v1/products", key="admin").headers["x-ratelimit-remaining"]
+    missing = api.get("/v1/no-such-path", key="admin")
+    assert missing.status_code == 404 and missing.json()["code"] == "not_found"
+    api.get("/v1/openapi.json", key="editor")
+    control.call("PUT", "/credential-store", {"reachable": False, "retryAfter": 5})
+    unreachable = api.get("/v1/products", key="viewer")
+    control.call("DELETE", "/faults")
+    assert unreachable.status_code == 503
+    api.get("/v1/no-such-path", key="sk_test_no_such_key")
+    api.get("/v1/no-such-path", key=None)
+    after = api.get("/v1/products", key="admin").headers["x-ratelimit-remaining"]
+    assert int(before) - int(after) == 1  # the 404 was not counted
+
+    entries = control.call("GET", "/requests", limit=6)["requests"][:-1]
+    named = [(e["status"], e["workspace"], e["member"], e["role"]) for e in entries]
+    assert named == [
+        (404, "acme", "bob", "admin"),
+        (200, "acme", "erin", "editor"),
+        (503, "acme", "victor", "viewer"),
+        (404, None, None, None),
+        (404, None, None, None),
+    ]
+    assert entries[0]["keyId"].startswith("key_")
+    bobs = control.call("GET", "/requests", member="bob", statusClass="4xx")["requests"]
+    assert [e["path"] for e in bobs] == ["/v1/no-such-path"]
+    unknown, keyless = entries[3:]
+    assert unknown["keyId"] is None
+    assert unknown["requestHeaders"]["authorization"].startswith("Bearer key_")
+    assert "authorization" not in keyless["requestHeaders"]
+    assert "sk_test" not in json.dumps(entries)
 
 
 def test_numbering_goes_on_after_a_reset_that_empties_the_journal(api, asgi_http):

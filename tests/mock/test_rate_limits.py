@@ -172,3 +172,51 @@ def test_a_sandbox_counts_in_buckets_of_its_own(limited):
     control.call("DELETE", "/rate-limits/acme/alice", sandbox=sandbox["id"])
     assert api.get("/v1/products", key=key).status_code == 200
     control.call("DELETE", f"/sandboxes/{sandbox['id']}")
+
+
+# -- the limit set through the control plane (issue 25 part 4) ----------------------------------
+
+
+def test_the_limit_set_on_the_control_plane_holds_from_the_next_request_until_a_reset(limited):
+    api, control = limited
+    assert api.get("/v1/products").headers["x-ratelimit-remaining"] == "2"
+    answer = control.call("PUT", "/rate-limits", {"limit": 5})
+    assert answer == {"success": True, "limit": 5, "startLimit": 3, "windowSeconds": 60}
+    kept = api.get("/v1/products")
+    assert kept.headers["x-ratelimit-limit"] == "5", "the open window's count is kept"
+    assert kept.headers["x-ratelimit-remaining"] == "3"
+    assert control.call("GET", "/rate-limits")["limit"] == 5
+    control.call("PUT", "/rate-limits", {"limit": 1})
+    refused = api.get("/v1/products", key="owner2")
+    assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
+    assert "PUT /_mock/rate-limits" in refused.json()["error"]
+    assert api.get("/v1/products", key="admin").status_code == 200, "bob's bucket holds 1"
+    assert api.get("/v1/products", key="admin").status_code == 429
+    control.call("POST", "/reset")
+    back = api.get("/v1/products")
+    assert back.status_code == 200 and back.headers["x-ratelimit-limit"] == "3"
+    assert control.call("GET", "/rate-limits")["limit"] == 3
+
+
+def test_a_limit_set_for_a_sandbox_holds_there_only(limited):
+    api, control = limited
+    sandbox = control.call("POST", "/sandboxes", {"workspace": "acme"})["sandbox"]
+    keys = [k["key"] for k in sandbox["keys"] if k["member"] == "alice"]
+    control.call("PUT", "/rate-limits", {"limit": 2}, sandbox=sandbox["id"])
+    statuses = [api.get("/v1/products", key=keys[i % 2]).status_code for i in range(3)]
+    assert statuses == [200, 200, 429], "one bucket for alice's two keys, at the sandbox's limit"
+    base = api.get("/v1/products")
+    assert base.status_code == 200 and base.headers["x-ratelimit-limit"] == "3"
+    assert control.call("GET", "/rate-limits", sandbox=sandbox["id"])["limit"] == 2
+    control.call("POST", "/reset", sandbox=sandbox["id"])
+    assert control.call("GET", "/rate-limits", sandbox=sandbox["id"])["limit"] == 3
+    control.call("DELETE", f"/sandboxes/{sandbox['id']}")
+
+
+def test_a_limit_outside_its_bounds_is_refused_and_changes_nothing(limited):
+    api, control = limited
+    for body in ({"limit": 0}, {"limit": "5"}, {}, {"limit": 5, "window": 10}):
+        response = control.request("PUT", "/rate-limits", body)
+        assert response.status_code == 400 and response.json()["code"] == "invalid_request"
+    assert control.call("GET", "/rate-limits")["limit"] == 3
+    assert api.get("/v1/products").headers["x-ratelimit-limit"] == "3"

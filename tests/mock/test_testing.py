@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from mockserver.platform.tls import tls_context
-from mockserver.testing import mock_server
+from mockserver.testing import mock_server, webhook_receiver
 from tests.support.contract_check import check_response
 
 pytest_plugins = ["pytester"]
@@ -31,7 +31,7 @@ def verified(secret: str, headers: dict[str, str], body: bytes) -> bool:
 def test_an_in_process_mock_with_httpx_and_requests(receiver):
     with mock_server(seed=5) as mock:
         assert mock.base_url.startswith("http://127.0.0.1:")
-        assert mock.key() == "sk_test_acme_owner" and mock.key("viewer").endswith("viewer")
+        assert mock.key() == "sk_test_acme_owner" and mock.key(role="viewer").endswith("viewer")
         created = httpx.post(
             f"{mock.base_url}/v1/projects",
             headers={**mock.auth(), "Idempotency-Key": "p1"},
@@ -164,3 +164,70 @@ def test_the_fixture_starts_a_mock_in_process_when_given_no_url(pytester, monkey
     result = pytester.runpytest_subprocess()  # the plugin comes from the kit's entry point
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=1)
+
+
+# -- the webhook receiver ---------------------------------------------------------------------
+
+RENDER = {"projectId": "prj_acme_01", "story": "A walk."}
+
+
+def render_calling_back(mock, url: str, secret: str) -> str:
+    response = httpx.post(
+        f"{mock.base_url}/v1/video/render",
+        headers=mock.auth(),
+        json={**RENDER, "callbackUrl": url, "callbackSecret": secret},
+    )
+    check_response(response)
+    mock.advance(3600)
+    mock.flush_deliveries()
+    return response.json()["job"]["id"]
+
+
+def test_the_receiver_takes_and_verifies_a_callback():
+    with mock_server() as mock, webhook_receiver(secret="s" * 32) as receiver:
+        assert receiver.url.startswith("http://127.0.0.1:")
+        job_id = render_calling_back(mock, receiver.url, receiver.secret)
+        [callback] = receiver.wait(1, event="render.completed", timeout=5)
+        assert callback.verified and callback.json()["jobId"] == job_id
+        # The receiver's verdict is the README's verifier's, on the raw bytes received.
+        assert verified("s" * 32, callback.headers, callback.body)
+        assert [d["state"] for d in mock.deliveries()] == ["delivered"]
+
+
+def test_a_delivery_signed_with_another_secret_fails_the_wait_saying_so():
+    with mock_server() as mock, webhook_receiver(secret="r" * 32) as receiver:
+        render_calling_back(mock, receiver.url, "m" * 32)
+        with pytest.raises(AssertionError) as failure:
+            receiver.wait(1, timeout=5)
+        message = str(failure.value)
+        assert "a signature did not verify" in message
+        assert "render.completed evt_" in message and "NOT verified" in message
+        # Answered 400, which ends the delivery (the mock does not retry a 4xx).
+        [delivery] = mock.deliveries()
+        assert delivery["attempts"][-1]["status"] == 400
+
+
+def test_waiting_for_more_than_arrived_fails_after_the_timeout_naming_what_came():
+    with mock_server() as mock, webhook_receiver() as receiver:
+        assert receiver.secret.startswith("whsec_") and len(receiver.secret) >= 32
+        render_calling_back(mock, receiver.url, receiver.secret)
+        with pytest.raises(AssertionError) as failure:
+            receiver.wait(2, timeout=0.2)
+        assert str(failure.value).startswith(
+            f"waited for 2 verified deliveries at {receiver.url}: not within 0.2 s; 1 arrived: "
+            "render.completed evt_"
+        )
+        with pytest.raises(AssertionError, match=r"of job\.failed .* 1 arrived"):
+            receiver.wait(1, event="job.failed", timeout=0.2)
+        assert len(receiver.wait(1)) == 1
+
+
+def test_the_handle_takes_keys_by_keyword():
+    with mock_server() as mock:
+        assert mock.key(role="editor", workspace="acme") == "sk_test_acme_editor"
+        assert mock.key(workspace="globex") == "sk_test_globex_owner"
+        assert mock.auth(role="viewer") == {"Authorization": "Bearer sk_test_acme_viewer"}
+        with pytest.raises(TypeError):
+            mock.key("viewer")  # type: ignore[misc]
+        with pytest.raises(LookupError, match="no viewer key in globex"):
+            mock.key(role="viewer", workspace="globex")

@@ -39,3 +39,33 @@ def test_two_processes_count_in_one_bucket_seen_and_emptied_from_either(store_ur
     finally:
         for app in apps:
             app.close()
+
+
+def test_a_limit_set_through_one_process_holds_in_every_one_until_a_reset(store_url):  # noqa: F811
+    settings = dataclasses.replace(TEST_SETTINGS, store=store_url, rate_limit=3)
+    apps = [create_app(settings), create_app(settings)]
+    try:
+        with (
+            InProcessClient(apps[0], base_url="http://mock.test") as one,
+            InProcessClient(apps[1], base_url="http://mock.test") as two,
+        ):
+            api = [ApiClient(one), ApiClient(two)]
+            control = [CheckedControl(one), CheckedControl(two)]
+            control[0].call("PUT", "/rate-limits", {"limit": 2})
+            assert control[1].call("GET", "/rate-limits")["limit"] == 2
+            statuses = [api[i % 2].get("/v1/products", key="owner").status_code for i in range(3)]
+            assert statuses == [200, 200, 429], "the other process counts to the new limit"
+            sandbox = control[0].call("POST", "/sandboxes", {"workspace": "acme"})["sandbox"]
+            key = next(k["key"] for k in sandbox["keys"] if k["member"] == "alice")
+            control[1].call("PUT", "/rate-limits", {"limit": 1}, sandbox=sandbox["id"])
+            assert [api[i % 2].get("/v1/products", key=key).status_code for i in range(2)] == [
+                200,
+                429,
+            ], "a sandbox's limit holds in the process that did not set it"
+            control[1].call("POST", "/reset")
+            assert control[0].call("GET", "/rate-limits")["limit"] == 3
+            again = api[0].get("/v1/products", key="owner")
+            assert again.status_code == 200 and again.headers["x-ratelimit-limit"] == "3"
+    finally:
+        for app in apps:
+            app.close()

@@ -31,7 +31,8 @@
     lastSeq: 0,
     generation: 0,
     entries: new Map(), // seq -> journal entry shown
-    selected: null, // seq of the exchange shown
+    selected: null, // seq of the exchange a person chose (null: the newest is shown)
+    shown: null, // seq of the exchange in the pane
     operations: new Set(),
     openJobs: new Set(),
     openBodies: new Set(),
@@ -325,6 +326,7 @@
     state.lastSeq = 0;
     state.entries.clear();
     state.selected = null;
+    state.shown = null;
     $("requests").tBodies[0].replaceChildren();
     $("exchange").hidden = true;
   }
@@ -352,7 +354,7 @@
         // gone from the journal (a reset, or the oldest of more than 1,000)
         state.entries.delete(seq);
         body.querySelector(`tr[data-seq="${seq}"]`)?.remove();
-        if (state.selected === seq) $("exchange").hidden = true;
+        if (state.selected === seq) state.selected = null; // back to the newest
       }
     }
     for (const entry of answer.requests) {
@@ -365,26 +367,51 @@
     }
     state.lastSeq = Math.max(state.lastSeq, answer.latestSeq);
     $("requests-empty").hidden = state.entries.size > 0;
+    showCurrent();
   }
 
+  // The pane shows the exchange a person chose, else the newest (and follows new ones).
+  function showCurrent() {
+    let seq = state.selected;
+    if (seq === null) {
+      for (const known of state.entries.keys()) if (seq === null || known > seq) seq = known;
+    }
+    if (seq === null) {
+      state.shown = null;
+      $("exchange").hidden = true;
+    } else if (seq !== state.shown) {
+      showExchange(seq);
+    }
+  }
+
+  // Whose key made the call: the journal names a valid key's member whatever the answer; a
+  // key it does not know is shown by its label (from the redacted header), never itself.
   function who(entry) {
-    if (!entry.member) return entry.keyId ? `${entry.keyId} (unknown key)` : "no key";
-    return `${entry.member} (${entry.role}, ${entry.workspace})`;
+    if (entry.member) return `${entry.member} (${entry.role}, ${entry.workspace})`;
+    const sent = entry.requestHeaders.authorization;
+    if (!sent) return "no key";
+    return sent.startsWith("Bearer ") ? `invalid key (${sent.slice(7)})` : "malformed Authorization header";
   }
 
   function requestRow(entry) {
+    const key = who(entry);
+    const operation = entry.operationId || "(no operation)";
+    const target = `${entry.method} ${entry.path}`;
     const row = el(
       "tr",
       { "data-seq": entry.seq, class: "clickable", tabindex: 0, title: "Show the exchange" },
-      el("td", { class: "mono", text: time(entry.time) }),
-      el("td", { text: who(entry) }),
-      el("td", {}, el("div", { text: entry.operationId || "(no operation)" }),
-        el("div", { class: "muted mono small", text: `${entry.method} ${entry.path}` })),
+      el("td", { class: "mono time", text: time(entry.time) }),
+      el("td", { class: "cut", title: key, text: key }),
+      el("td", { title: `${operation}\n${target}` }, el("div", { class: "cut", text: operation }),
+        el("div", { class: "cut muted mono small", text: target })),
       el("td", {}, badge(entry.status, statusClass(entry.status))),
-      el("td", { class: "mono", text: entry.code || "" }),
+      el("td", { class: "mono cut", title: entry.code, text: entry.code || "" }),
       el("td", { class: "num", text: `${entry.durationMs.toFixed(1)} ms` }),
     );
-    const choose = () => showExchange(entry.seq);
+    const choose = () => {
+      state.selected = entry.seq;
+      showExchange(entry.seq);
+    };
     row.addEventListener("click", choose);
     row.addEventListener("keydown", (event) => {
       if (event.key === "Enter") choose();
@@ -449,16 +476,26 @@
   function showExchange(seq) {
     const entry = state.entries.get(seq);
     if (!entry) return;
-    state.selected = seq;
+    state.shown = seq;
     for (const row of $("requests").tBodies[0].rows) {
       row.classList.toggle("selected", row.dataset.seq === String(seq));
     }
     const curl = curlOf(entry);
     const panel = $("exchange");
+    const chosen = state.selected !== null;
     panel.replaceChildren(
       el("div", { class: "bar" },
         el("h2", { text: `${entry.method} ${entry.path}${queryString(entry.query)}` }),
-        el("button", { type: "button", text: "Close", onclick: () => { panel.hidden = true; } })),
+        chosen
+          ? el("button", {
+            type: "button", text: "Show the newest", title: "Show the newest request, and each new one as it comes",
+            onclick: () => {
+              state.selected = null;
+              state.shown = null; // shown again, following
+              showCurrent();
+            },
+          })
+          : el("span", { class: "muted small following", text: "the newest; a row shows another" })),
       el("p", { class: "muted" },
         `${time(entry.time)} · ${who(entry)} · ${entry.operationId || "no operation"} · `,
         badge(entry.status, statusClass(entry.status)),

@@ -1,0 +1,274 @@
+"""``conformance proxy``: forward a client's traffic to a deployment and judge it.
+
+``conformance proxy --upstream URL [--listen HOST:PORT[/PATH]] [--profile contract|full]``
+serves until Ctrl-C or SIGTERM, then writes the reports asked for and exits: 1 when findings
+fail it (``--fail-on``), else 0. With ``-- COMMAND ARGS`` it runs COMMAND with the proxy's
+address in ``CONFORMANCE_PROXY_URL``, stops when COMMAND ends, and exits with COMMAND's status
+when that is not 0, else 1 when findings fail it, else 0.
+
+``--fail-on`` defaults to ``any``: a finding is a broken rule whichever side broke it, and a
+CI job that wraps an integration test run wants to hear of its client's mistakes as much as
+of the deployment's. Traffic that breaks the contract on purpose (a negative test suite, such
+as ``conformance run`` itself) says ``--fail-on deployment``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from conformance.contract import Contract
+from conformance.profiles import PROFILES
+from conformance.proxy import relay
+from conformance.proxy.findings import Finding
+from conformance.proxy.forward import Forwarder
+from conformance.proxy.har import BODY_CHARS, ENTRIES, HarRecorder
+from conformance.proxy.judge import Judge
+from conformance.proxy.process import JudgeProcess
+from conformance.proxy.report import write
+from conformance.proxy.session import FAIL_ON, ProxySession, Relay, stamp
+
+USAGE_ERROR = 2
+PROXY_URL = "CONFORMANCE_PROXY_URL"
+DEFAULT_LISTEN = "127.0.0.1:8788"
+
+
+def add_proxy_parser(commands: Any) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "proxy",
+        help="forward live traffic to a deployment and judge it by the contract and the stated "
+        "rules (passive conformance)",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit status: 0 no finding that fails it; 1 findings (--fail-on); 2 a usage "
+        "error; with -- COMMAND: COMMAND's status when it is not 0.",
+    )
+    parser.add_argument("--upstream", required=True, metavar="URL", help="the deployment")
+    parser.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT[/PATH]",
+        help=f"where clients reach the proxy (default {DEFAULT_LISTEN}; port 0: any free port)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="contract",
+        help="what the deployment is held to (default contract: the interface document's words)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="any",
+        help="which findings make the exit status 1 (default any)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, metavar="SECONDS", help="upstream timeout"
+    )
+    out = parser.add_argument_group("reports (written on exit)")
+    out.add_argument("--report-json", type=Path, metavar="PATH")
+    out.add_argument("--junit-xml", type=Path, metavar="PATH")
+    out.add_argument("--report-html", type=Path, metavar="PATH")
+    out.add_argument(
+        "--har",
+        type=Path,
+        metavar="PATH",
+        help=f"what passed as HAR 1.2: the last {ENTRIES} exchanges, bodies cut to {BODY_CHARS} "
+        "characters, credentials and x-secret fields redacted",
+    )
+    add_relay_options(parser)
+    parser.add_argument(
+        "command_line",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ARGS",
+        help="run COMMAND with CONFORMANCE_PROXY_URL set; stop when it ends",
+    )
+    return parser
+
+
+def add_relay_options(parser: argparse.ArgumentParser) -> None:
+    """The webhook relay's options (conformance/proxy/relay.py): ``--relay-to`` opens it."""
+    relay.add_arguments(
+        parser.add_argument_group("webhooks relayed and judged (like stripe listen)"),
+        required=False,
+    )
+
+
+def build_relays(args: argparse.Namespace) -> list[Relay]:
+    """The other sources of findings the proxy runs beside it (the webhook relay, when
+    ``--relay-to`` asks for it): each with ``findings``, ``start()`` and ``stop()``; started once
+    the proxy listens, stopped before the reports are written, their findings in the reports
+    (printed here as they happen, each one line)."""
+    if not args.relay_to:
+        return []
+
+    def printed(finding: Finding) -> None:
+        print(finding.line(), flush=True)
+
+    return [
+        relay.Relay(
+            args.relay_to,
+            relay.secrets_of(args),
+            args.relay_listen,
+            profile=args.profile,
+            on_finding=printed,
+        )
+    ]
+
+
+def parse_listen(text: str) -> tuple[str, int, str]:
+    """``HOST:PORT[/PATH]`` as (host, port, path)."""
+    address, slash, path = text.partition("/")
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        raise ValueError(f"--listen must be HOST:PORT[/PATH], not {text!r}")
+    return host.strip("[]"), int(port), (slash + path).rstrip("/")
+
+
+def command_proxy(args: argparse.Namespace) -> int:
+    parts = urlsplit(args.upstream)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        print(f"conformance proxy: --upstream must be an http(s) URL, not {args.upstream!r}",
+              file=sys.stderr)  # fmt: skip
+        return USAGE_ERROR
+    try:
+        host, port, path = parse_listen(args.listen)
+    except ValueError as exc:
+        print(f"conformance proxy: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    command = list(args.command_line or [])
+    if command[:1] == ["--"]:
+        command = command[1:]
+    started = time.monotonic()
+
+    def line(text: str) -> None:
+        print(f"[conformance proxy {stamp(started)}] {text}", flush=True)
+
+    contract = Contract(profile=args.profile)
+
+    def make_session() -> ProxySession:
+        judge = Judge(contract, args.upstream)
+        return ProxySession(judge, har=HarRecorder() if args.har else None, started=started)
+
+    def write_reports(session: ProxySession, code: int) -> None:
+        write(
+            session,
+            args.upstream,
+            report_json=args.report_json,
+            junit_xml=args.junit_xml,
+            report_html=args.report_html,
+            exit_code=code,
+        )
+        if args.har is not None and session.har is not None:
+            session.har.write(args.har)
+
+    judging = JudgeProcess(make_session, write_reports).start()  # forked before any thread
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        judging.process.kill()
+        print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        relays = build_relays(args)
+    except ValueError as exc:
+        judging.process.kill()
+        print(f"conformance proxy: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        for each in relays:
+            each.start()
+            line(f"relaying webhooks: deliveries to {each.url} are judged and forwarded to "
+                 f"{args.relay_to}")  # fmt: skip
+    except RuntimeError as exc:
+        judging.process.kill()
+        print(f"conformance proxy: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    forwarder = Forwarder(args.upstream, judging.seen, listen_path=path, timeout=args.timeout)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound}{path}"
+    server = _serve(forwarder, sock)
+    line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
+    status = _run(command, url, line) if command else _wait_for_signal()
+    server.should_exit = True
+    server_thread = getattr(server, "thread", None)
+    if server_thread is not None:
+        server_thread.join(timeout=10)
+    for each in relays:
+        each.stop()
+    found = [finding for each in relays for finding in each.findings]
+    code, summary = judging.stop(status, args.fail_on, found)
+    line(f"stopped: {summary}; exit status {code}")
+    return code
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
+
+
+def _serve(app: Forwarder, sock: socket.socket) -> Any:
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=75,
+        server_header=False,
+        date_header=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="proxy-server", daemon=True
+    )
+    thread.start()
+    server.thread = thread  # type: ignore[attr-defined]
+    while not server.started and thread.is_alive():
+        threading.Event().wait(0.01)
+    return server
+
+
+def _wait_for_signal() -> int:
+    stop = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    while not stop.wait(1.0):
+        pass
+    return 0
+
+
+def _run(command: list[str], url: str, line: Callable[[str], None]) -> int:
+    env = dict(os.environ, **{PROXY_URL: url})
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        line(f"could not run {command[0]}: {exc}")
+        return 127
+
+    def handler(signum: int, frame: Any) -> None:
+        child.send_signal(signum)
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    status = child.wait()
+    return status if status >= 0 else 128 - status
