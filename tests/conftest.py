@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import itertools
 import os
 import sys
 import tempfile
@@ -115,6 +116,9 @@ def live(live_server: Served) -> Iterator[tuple[ApiClient, ControlClient]]:
         yield ApiClient(http), control
 
 
+_RECEIVER_PREFIXES = itertools.count(1)
+
+
 @pytest.fixture(scope="session")
 def receiver_server():
     from tests.support.receiver import Receiver
@@ -126,6 +130,7 @@ def receiver_server():
 @pytest.fixture
 def receiver(receiver_server):
     """A webhook receiver on loopback (the test mock allows private callbacks): ``receiver.url``."""
-    receiver_server.app.clear()
-    receiver_server.app.url = receiver_server.base_url
+    prefix = f"/t{next(_RECEIVER_PREFIXES)}"
+    receiver_server.app.clear(prefix)
+    receiver_server.app.url = receiver_server.base_url + prefix
     return receiver_server.app

@@ -308,10 +308,14 @@ class DeliveryWorker:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            for task in list(self._in_flight.values()):
-                task.cancel()
-            await asyncio.gather(self._task, *self._in_flight.values(), return_exceptions=True)
+            tasks = [self._task, *self._in_flight.values()]
+            # Cancelled again until done: a cancellation an awaited library call swallows must
+            # not leave the stop (and the request ending a sandbox) waiting forever.
+            while not all(task.done() for task in tasks):
+                for task in tasks:
+                    task.cancel()
+                await asyncio.wait(tasks, timeout=0.5)
+            await asyncio.gather(*tasks, return_exceptions=True)
             self._task = None
 
     def wake(self) -> None:
@@ -388,8 +392,12 @@ class DeliveryWorker:
                 self._start_due()
             except Exception:  # the store is down, say: try again at the next wake
                 log.exception("delivery loop")
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation
+            # that arrives as the wake-up does (a clock moved just before a sandbox ends), and
+            # the loop would go on for a world that is gone while stop() waits for it forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wakeup.wait()
             self._wakeup.clear()
 
     async def flush(self, timeout: float) -> dict[str, int]:

@@ -40,6 +40,8 @@ FOUND_BY = {
     "server-error-on-film-format": "schema-server-errors",
     "offset-wins-over-cursor": "pagination-walk",  # the offset's page repeats the walk's records
     "job-events-out-of-order": "pagination-ordered-streams",  # events not in sequence order
+    # one key answered with different ids: the replay judge sees the overlap's second execution
+    "overlapping-retries-execute": "idempotency-replay",
 }
 
 _STATE = (
@@ -67,8 +69,10 @@ PASSIVE_BLIND = {
     "cross-workspace-readable": _OWNER,
     "unowned-project-filed": _OWNER,
     "bucket-per-key": "which keys belong to one person is not in the traffic",
+    "other-key-not-paused": "which keys belong to one person is not in the traffic",
     "usage-needs-spend": "what a key may do (its role) is not in the traffic",
     "replay-charges-twice": _BALANCE,
+    "overlapping-charges-lost": _BALANCE,
     "refused-call-charged": _BALANCE,
     "charge-differs-from-quote": _BALANCE,
     "capabilities-billed": _BALANCE,

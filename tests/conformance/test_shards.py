@@ -76,8 +76,10 @@ def test_shards_against_one_mock_run_each_check_once_each_in_its_own_sandbox():
         assert {c.name for c in full if c.observe is not None} <= {c.name for c in report.checks}
         assert report.exit_code == 0, [f"{f.check}: {f.message}" for f in report.failures]
     # each shard made a sandbox of its own through the control plane (and its preflight one
-    # more, for its own requests), and ended them
-    assert len(watch.seen) == 2 * SHARDS and left == [] and ended == {404}
+    # more, for its own requests), and ended them. The watcher looks every 20 ms: it sees each
+    # shard's sandbox (it lives as long as the shard), but may miss a preflight's, which can
+    # live less than that on a quick machine (a fresh clone's CI saw 5 of 6).
+    assert SHARDS <= len(watch.seen) <= 2 * SHARDS and left == [] and ended == {404}
     # the base world saw no request made with a key (nor any spending); the only requests it
     # answered are those without a usable key, which no mock can place in a sandbox
     assert journal, "requests without a key reach the base world"

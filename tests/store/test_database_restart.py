@@ -24,10 +24,9 @@ import httpx
 import pytest
 
 from tests.store.process import running
-from tests.store.test_durable import SECRET, clients
+from tests.store.test_durable import clients, retrying_delivery
 from tests.support.postgres import Cluster, restartable_server
 
-FOOTAGE = ["https://videos.example.com/cooking/perfect-rice"]
 AUTH = {"Authorization": "Bearer sk_test_acme_owner"}
 Refused = tuple[str, str, dict, int, str]  # path, Idempotency-Key, body, status, text
 
@@ -107,18 +106,8 @@ def test_a_database_restart_in_a_load_answers_503_then_recovers(cluster: Cluster
         api, control, http = clients(mock.base_url)
         # A delivery that is due and retrying (its first attempt answered 503) when the
         # database goes away.
-        receiver.script([503] * 50)
-        made = api.post(
-            "/v1/webhook-subscriptions",
-            json={"url": f"{receiver.url}/hook", "events": ["job.progressed"], "secret": SECRET},
-            headers={"Idempotency-Key": "sub"},
-        )
-        assert made.status_code == 200, made.text
-        api.post("/v1/video/edit", json={"projectId": "prj_acme_01", "footageUrls": FOOTAGE})
-        control.advance(5)
-        control.call("POST", "/deliveries/flush", {"timeoutSeconds": 15})
+        retrying_delivery(api, control, receiver)
         first = [json.loads(d.body)["eventId"] for d in receiver.deliveries]
-        assert first, "the first attempt was made (and answered 503)"
         control.credits(balance=1_000_000)  # the load never runs out
         start_balance = control.credits() + api.get("/v1/usage").json()["totalCredits"]
 

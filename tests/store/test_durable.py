@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 
 import httpx
 
@@ -47,6 +48,25 @@ def burst(base_url: str, stop: threading.Event, acked: list[tuple[str, dict, str
                 acked.append((key, body, response.json()[name]["id"]))
 
 
+def retrying_delivery(
+    api: ApiClient, control: ControlClient, receiver: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A subscription and a footage edit whose first delivery the receiver answered 503 (so
+    it is retrying): the subscription and the edit's job."""
+    receiver.script([503] * 50)
+    made = api.post(
+        "/v1/webhook-subscriptions",
+        json={"url": f"{receiver.url}/hook", "events": ["job.progressed"], "secret": SECRET},
+        headers={"Idempotency-Key": "sub"},
+    )
+    assert made.status_code == 200, made.text
+    edit = api.post("/v1/video/edit", json={"projectId": "prj_acme_01", "footageUrls": FOOTAGE})
+    control.advance(5)
+    control.call("POST", "/deliveries/flush", {"timeoutSeconds": 15})
+    assert receiver.deliveries, "the first attempt was made (and answered 503)"
+    return made.json()["subscription"], edit.json()["job"]
+
+
 def test_a_sigkill_in_a_burst_of_writes_loses_nothing_acknowledged(tmp_path, receiver):
     args = ("--state", str(tmp_path / "state.db"), "--clock", "manual",
             "--allow-private-callbacks")  # fmt: skip
@@ -54,21 +74,8 @@ def test_a_sigkill_in_a_burst_of_writes_loses_nothing_acknowledged(tmp_path, rec
         api, control, http = clients(mock.base_url)
         # A subscription (its secret sealed in the file), a footage edit whose first delivery
         # fails (so it is retrying when the process dies), the clock moved, a cursor issued.
-        receiver.script([503] * 50)
-        made = api.post(
-            "/v1/webhook-subscriptions",
-            json={"url": f"{receiver.url}/hook", "events": ["job.progressed"], "secret": SECRET},
-            headers={"Idempotency-Key": "sub"},
-        )
-        assert made.status_code == 200, made.text
-        subscription = made.json()["subscription"]
-        edit = api.post(
-            "/v1/video/edit", json={"projectId": "prj_acme_01", "footageUrls": FOOTAGE}
-        ).json()["job"]
-        control.advance(5)
-        control.call("POST", "/deliveries/flush", {"timeoutSeconds": 15})
+        subscription, edit = retrying_delivery(api, control, receiver)
         first = [json.loads(d.body) for d in receiver.deliveries]
-        assert first, "the first attempt was made (and answered 503)"
         retrying = control.call("GET", "/deliveries")["deliveries"]
         assert any(d["state"] == "pending" and d["attempts"] for d in retrying)
         for n in range(3):
