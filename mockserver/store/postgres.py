@@ -20,20 +20,40 @@ from urllib.parse import urlsplit, urlunsplit
 from mockserver.store.base import StoreError, Write
 from mockserver.store.sql import BUMP, UPSERT, Dialect, SqlStore, conflict, rows_of
 
-# The world's write lock (store/replica.py): a session holds it exclusively while it runs a
-# unit of work that conflicted once, from its catch-up to its write; every write takes it
-# shared for its own statement, without waiting: a write while another session holds it fails
-# as a conflict would, and its unit of work queues for the lock. A session never conflicts
-# with its own locks, so the holder's other writes go on.
+# The world's write lock (store/replica.py): a session-level advisory lock that a process
+# takes on a connection of its own, awaited (the event loop goes on while it waits in the
+# database, and waiting there costs no CPU), before a writing unit of work catches up, runs
+# and writes; given back after the write. Writes check only the world's revision.
 WORLD_LOCK = 0x776C6F63  # "wloc", with the world's hash
-LOCK_FREE = " AND pg_try_advisory_xact_lock_shared(%s, hashtext(%s))"
+# Taking it and catching up under it, in one round trip: a function of the session's own
+# (pg_temp), because each statement in a volatile function sees what was committed before it
+# ran (a statement's own snapshot is taken before it waits for the lock). Its rows: those of
+# sql.CATCH_UP.
+HOLD_FUNCTION = (
+    "CREATE FUNCTION pg_temp.mock_hold(lock_key integer, world_id text, known bigint)"
+    " RETURNS TABLE (rev bigint, epoch bigint, key text, doc text, ord bigint)"
+    " LANGUAGE plpgsql VOLATILE AS $$ BEGIN"
+    " PERFORM pg_advisory_lock(lock_key, hashtext(world_id));"
+    " RETURN QUERY SELECT w.rev, w.epoch, d.key, d.doc::text, d.ord FROM worlds w"
+    " LEFT JOIN docs d ON d.world = w.id AND d.rev > known WHERE w.id = world_id ORDER BY d.ord;"
+    " END $$"
+)
+HOLD = "SELECT * FROM pg_temp.mock_hold(%s, %s, %s)"
+# The lock given back, then (a statement of its own: its commit waits for the disk) the log
+# flushed up to here, so up to every commit before it (FLUSH below): the lock is not held
+# while the disk is written.
+RELEASE = "SELECT pg_advisory_unlock(%s, hashtext(%s))"
+RELEASE_FLUSHED = (
+    "SELECT pg_advisory_unlock(%s, hashtext(%s)),"
+    " set_config('synchronous_commit', 'on', true), pg_logical_emit_message(true, 'mockserver', '')"
+)
 
 # One transaction's documents in one statement: the revision moved on (failing when another
-# process moved it first, or holds the world's write lock: nothing is written), the rows
-# upserted. Committed without waiting for the disk, so that the world's row is locked only
-# for the statement, never for a flush; FLUSH then waits for it (below).
+# process moved it first: nothing is written), the rows upserted. Committed without waiting
+# for the disk, so that the world's row is locked only for the statement, never for a flush;
+# FLUSH then waits for it (below).
 _WRITTEN = (
-    " bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1),"
+    " bumped AS (" + BUMP + " RETURNING 1),"
     " written AS (INSERT INTO docs (world, key, ord, rev, doc)"
     " SELECT %s, k, o, %s, d FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS t(k, o, d)"
     " WHERE EXISTS (SELECT 1 FROM bumped)"
@@ -48,18 +68,16 @@ WRITE_DURABLE = (
     + " SELECT 1 / count(*) FROM bumped, durable"
 )
 # Wait until the write-ahead log is on disk up to this statement, and so up to every commit
-# of this session before it: a transaction that writes a record to the log (an empty logical
-# message) and commits synchronously. Concurrent flushes of every session share one write
-# of the disk (group commit), and no lock is held while they wait.
+# before it (of any session: the log is one sequence): a transaction that writes a record to
+# the log (an empty logical message) and commits synchronously. Concurrent flushes of every
+# session share one write of the disk (group commit), and no lock is held while they wait.
 FLUSH = (
     "SELECT set_config('synchronous_commit', 'on', true),"
     " pg_logical_emit_message(true, 'mockserver', '')"
 )
 
 # The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
-CHECKED_BUMP = (
-    "WITH bumped AS (" + BUMP + LOCK_FREE + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
-)
+CHECKED_BUMP = "WITH bumped AS (" + BUMP + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
 
 # Requests counted in fixed windows, several identities at once (``n`` requests each): the
 # count after them, which may pass the limit (every request past it is refused, and a count
@@ -145,6 +163,7 @@ class PostgresDialect(Dialect):
         self.url = url
         self.describe = redacted(url)
         self._conn = self._connect()
+        self._aconn: Any = None  # the write lock's (store/replica.py), made when first needed
 
     def _connect(self) -> Any:
         psycopg = self.psycopg
@@ -207,7 +226,7 @@ class PostgresDialect(Dialect):
                 # transaction. Two plain statements cost the mock less CPU than one pipeline
                 # with them (measured: ~105-145 us against ~220-245 us).
                 keys, ords, _revs, docs = zip(*rows, strict=True) if rows else ((), (), (), ())
-                params = (rev + 1, new_epoch, world, rev, WORLD_LOCK, world, world, rev + 1,
+                params = (rev + 1, new_epoch, world, rev, world, rev + 1,
                           list(keys), list(ords), list(docs))  # fmt: skip
                 if flush and not contended:
                     conn.execute(WRITE_DURABLE, params, prepare=True)
@@ -220,37 +239,68 @@ class PostgresDialect(Dialect):
             with conn.pipeline():
                 conn.execute("BEGIN")
                 conn.execute("SET LOCAL synchronous_commit TO on")
-                conn.execute(
-                    CHECKED_BUMP, (rev + 1, new_epoch, world, rev, WORLD_LOCK, world), prepare=True
-                )
+                conn.execute(CHECKED_BUMP, (rev + 1, new_epoch, world, rev), prepare=True)
                 conn.execute("DELETE FROM docs WHERE world = %s", (world,))
                 with conn.cursor() as cursor:
                     cursor.executemany(UPSERT, [(world, *row) for row in rows])
                 conn.execute("COMMIT")
         except self.psycopg.Error as exc:
-            with contextlib.suppress(self.psycopg.Error):
-                conn.execute("ROLLBACK")
+            if change.whole:  # a failed statement alone leaves no transaction open
+                with contextlib.suppress(self.psycopg.Error):
+                    conn.execute("ROLLBACK")
             if isinstance(exc, self.psycopg.errors.DivisionByZero):  # the revision check
                 raise conflict(self.describe) from exc
             raise self._fail(exc) from exc
 
-    def try_hold(self, world: str) -> bool:
-        """Take the world's write lock for this session, if no other session holds it (nor is
-        writing): whether it was taken. Never waits."""
-        found = self.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (WORLD_LOCK, world))
-        return bool(found[0][0])
+    async def _holder(self) -> Any:
+        """The connection the world's write lock is taken on (asynchronous: awaited), made
+        again when the last one broke (the lock went with it)."""
+        conn = self._aconn
+        if conn is None or conn.closed or conn.broken:
+            if conn is not None:
+                with contextlib.suppress(self.psycopg.Error):
+                    await conn.close()
+            try:
+                conn = await self.psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT
+                )
+                await conn.execute("SET synchronous_commit TO off")
+                await conn.execute(HOLD_FUNCTION)
+            except self.psycopg.Error as exc:
+                raise StoreError(f"cannot connect to {self.describe}: {exc}") from exc
+            self._aconn = conn
+        return conn
 
-    def release(self, world: str, flush: bool = False) -> None:
-        """Give back the world's write lock (gone already with a broken connection); with
-        ``flush``, then wait for this session's commits to be on disk."""
-        self.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (WORLD_LOCK, world))
-        if flush:
-            self.flush()
-
-    def flush(self) -> None:
-        """Wait until this session's commits are on disk."""
+    async def hold(self, world: str, rev: int) -> list[tuple[Any, ...]]:
+        """Take the world's write lock, waiting (in the database, the event loop free) while
+        another process holds it; then catch up from ``rev`` (sql.CATCH_UP's rows)."""
+        conn = await self._holder()
         try:
-            self.conn.execute(FLUSH, prepare=True)
+            cursor = await conn.execute(HOLD, (WORLD_LOCK, world, rev), prepare=True)
+            return await cursor.fetchall()  # type: ignore[no-any-return]
+        except self.psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    async def release(self, world: str, flush: bool = False) -> None:
+        """Give back the world's write lock (gone already with a broken connection); with
+        ``flush``, then wait until every commit before it is on disk (awaited)."""
+        conn = self._aconn
+        if conn is None or conn.closed or conn.broken:
+            if flush:  # whether the commits reached the disk is not known
+                raise StoreError(f"{self.describe}: the connection holding the lock broke")
+            return
+        try:
+            await conn.execute(RELEASE_FLUSHED if flush else RELEASE, (WORLD_LOCK, world),
+                               prepare=True)  # fmt: skip
+        except self.psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    async def flushed(self) -> None:
+        """Wait (awaited, on the write lock's connection) until every commit before this
+        call is on disk."""
+        conn = await self._holder()
+        try:
+            await conn.execute(FLUSH, prepare=True)
         except self.psycopg.Error as exc:
             raise self._fail(exc) from exc
 
@@ -290,6 +340,8 @@ class PostgresDialect(Dialect):
 
     def close(self) -> None:
         self._conn.close()
+        if self._aconn is not None and not self._aconn.closed:
+            self._aconn.pgconn.finish()  # no loop may be left to await its close()
 
 
 def open_postgres(url: str) -> SqlStore:

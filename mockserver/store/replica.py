@@ -10,11 +10,16 @@ start of every unit of work.
   delivery step) starts by reading what other processes wrote since this one last looked
   (one statement: usually nothing). A SQLite file has one process, so there is never
   anything to read.
-- **Conflicts.** A unit of work whose write conflicted runs once more holding the world's
-  write lock (:meth:`Replica.writing`): taken without blocking anyone (other processes' writes
-  fail as conflicts while it is held, and their units of work queue for it in turn), caught
-  up under it, kept to the write. That run cannot conflict, so no write is ever refused
-  because another process wrote first: :func:`retrying` and :func:`retrying_sync`.
+- **Conflicts.** A unit of work whose write conflicted runs again holding the world's write
+  lock (:meth:`Replica.locked`): a PostgreSQL advisory lock awaited on a connection of its
+  own, so that the event loop goes on (other requests are served) while it waits in the
+  database, where waiting costs no CPU. Taking it catches up in the same round trip; the unit
+  of work runs, writes, and gives the lock back. Units of work that conflicted so queue for
+  the lock instead of colliding again with each other; a first, optimistic write of another
+  process may still land during a locked run, which then catches up and runs again. So no
+  write is refused because another process wrote first: :func:`retrying`. A unit of work
+  that cannot await (a tick, a delivery step) takes no lock and runs again caught up
+  (:func:`retrying_sync`).
 
 Runtime state outside the tree is written with the transaction that changed it, as documents
 of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")``,
@@ -26,11 +31,9 @@ of a shared store are rows of their own (the rate limiter counts them there).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,12 +54,13 @@ UNKNOWN = -1
 NO_FAULTS = Faults().dump()
 RATE_LIMIT: DocKey = ("meta", "rate-limit")
 T = TypeVar("T")
-LOCKED_ATTEMPTS = 3  # runs under the write lock (another only when the lock was lost with
-# the connection: the server restarted, say)
+LOCKED_ATTEMPTS = 50  # runs under the write lock (another when a first, optimistic run of
+# another process wrote meanwhile: each run is short, so 50 in a row do not happen)
+SYNC_ATTEMPTS = (
+    100  # runs of a unit of work that cannot await (it takes no lock: see retrying_sync)
+)
 JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
-POLL_SECONDS = (0.0002, 0.004)  # first and longest pause between tries of a held lock
 BUSY_SECONDS = 1.0  # other processes wrote to the world within this long: its writes contend
-SYNC_WAIT_SECONDS = 5.0  # how long a unit of work that cannot await polls for the lock
 
 
 class Replica:
@@ -185,35 +189,30 @@ class Replica:
 
     # -- the world's write lock ----------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def writing(self) -> AsyncIterator[None]:
-        """Hold the world's write lock, caught up under it: a unit of work run inside
-        cannot conflict. Waits (without blocking the loop) while another process holds it.
-        Its write is committed under the lock and waited for on disk after it is given
-        back, so that the lock is held for no flush."""
-        await self._lock.enter()
-        pending = _Unflushed()
-        token = _unflushed.set(pending)
+    async def locked(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` (a transaction) holding the world's write lock, caught up under it,
+        so that it does not conflict with another process's writing unit of work (taking the
+        lock catches up in the same round trip; joining this process's hold needs none). The lock
+        is awaited (waiting in the database, the event loop free) and shared with this
+        process's other units of work that need it at the same time. The write commits under
+        the lock; it is waited for on disk after the lock is given back, so that the lock is
+        held for no flush. Its first run outside the lock conflicted."""
+        taken = await self._lock.enter(self)
+        pending = _Unit(held=True)
+        token = _unit.set(pending)
         try:
-            self.catch_up()
-            yield
+            for attempt in range(LOCKED_ATTEMPTS):
+                if not taken or attempt:
+                    self.catch_up()
+                try:
+                    return await work()
+                except Conflict:
+                    if attempt == LOCKED_ATTEMPTS - 1:
+                        raise
+            raise AssertionError("unreachable")
         finally:
-            _unflushed.reset(token)
-            self._lock.exit(flush=pending.writes > 0)
-
-    @contextlib.contextmanager
-    def writing_sync(self) -> Iterator[None]:
-        """:meth:`writing` for a unit of work that cannot await (a tick, a delivery step):
-        polls, blocking the loop, for at most SYNC_WAIT_SECONDS (then :class:`Conflict`)."""
-        self._lock.enter_sync()
-        pending = _Unflushed()
-        token = _unflushed.set(pending)
-        try:
-            self.catch_up()
-            yield
-        finally:
-            _unflushed.reset(token)
-            self._lock.exit(flush=pending.writes > 0)
+            _unit.reset(token)
+            await self._lock.exit(wrote=pending.writes > 0)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -240,16 +239,23 @@ class Replica:
             docs.sort(key=_order)
         if not docs and not runtime:
             return
-        pending = _unflushed.get()
-        flush = pending is None or whole
+        unit = _unit.get()
         # Others wrote lately (or this process holds the write lock because they did): the
-        # world's row is not kept locked while the disk is written.
-        contended = pending is not None or time.monotonic() - self._others_at < BUSY_SECONDS
+        # world's row is not kept locked while the disk is written, and a unit of work that
+        # can await waits for the disk after its write, awaited (:meth:`flushed`).
+        contended = (unit is not None and unit.held) or (
+            time.monotonic() - self._others_at < BUSY_SECONDS
+        )
+        flush = unit is None or whole or not contended
         self.rev, self.epoch = self.store.write(
-            Write([*docs, *runtime.items()], whole=whole), self.rev, self.epoch, flush, contended
+            Write([*docs, *runtime.items()], whole=whole),
+            self.rev,
+            self.epoch,
+            flush,
+            contended,
         )
         if not flush:
-            pending.writes += 1  # type: ignore[union-attr]
+            unit.writes += 1  # type: ignore[union-attr]
         self._written.update(runtime)
         if isinstance(self.rt.clock, ManualClock):
             self._clock_written = self.rt.clock.now()
@@ -277,73 +283,116 @@ class Replica:
 
 
 class _WriteLock:
-    """This process's hold of one world's write lock (a session-level advisory lock of its
-    connection, store/postgres.py), shared by every unit of work of the process that needs it
-    at the same time: taken by the first, given back when the last leaves. A hold older than
-    JOIN_SECONDS takes no one new, so other processes get their turn. Taking it never waits
-    in the database: a try, then a short pause on the loop, again."""
+    """This process's hold of one world's write lock (a session-level advisory lock of a
+    connection of its own, store/postgres.py), shared by every unit of work of the process
+    that needs it at the same time: taken by the first, given back when the last leaves. A
+    hold older than JOIN_SECONDS takes no one new, so other processes get their turn (they
+    wait for it in the database, in arrival order). Only one unit of work at a time takes it
+    or gives it back; the others wait for that (``change``) and look again."""
 
     def __init__(self, store: SqlWorld) -> None:
         self.store = store
         self.users = 0
         self.held = False
         self.since = 0.0
+        self.wrote = False  # a unit of work of this hold wrote: the release flushes
+        self.change: asyncio.Future[None] | None = None  # it is being taken or given back
+        # The end of this hold: None, or what made its release (and flush) fail.
+        self.released: asyncio.Future[BaseException | None] | None = None
+        self.late: asyncio.Future[None] | None = None  # a release for a request gone away
 
-    def _join(self) -> bool:
-        if self.held and time.monotonic() - self.since < JOIN_SECONDS:
-            self.users += 1
-            return True
-        if not self.held and self.store.try_hold():
-            self.held, self.since = True, time.monotonic()
-            self.users += 1
-            return True
-        return False
+    async def enter(self, replica: Replica) -> bool:
+        """Join this process's hold (False), or take the lock and bring ``replica`` up to
+        what the store holds under it (True)."""
+        while True:
+            if self.change is not None:
+                await asyncio.shield(self.change)
+            elif self.held and time.monotonic() - self.since < JOIN_SECONDS:
+                self.users += 1
+                return False
+            elif self.held:
+                assert self.released is not None
+                await asyncio.shield(self.released)
+            else:
+                await self._take(replica)
+                return True
 
-    async def enter(self) -> None:
-        pause = POLL_SECONDS[0]
-        while not self._join():
-            await asyncio.sleep(random.uniform(0.5, 1.5) * pause)
-            pause = min(pause * 2, POLL_SECONDS[1])
+    async def _take(self, replica: Replica) -> None:
+        loop = asyncio.get_running_loop()
+        change = self.change = loop.create_future()
+        rev, epoch = replica.rev, replica.epoch
+        taking = asyncio.ensure_future(self.store.hold(rev, epoch))
+        try:
+            await asyncio.shield(taking)
+        except asyncio.CancelledError:  # the request went away: give the lock back once taken
+            taking.add_done_callback(self._give_back_late)
+            raise
+        finally:
+            self.change = None
+            change.set_result(None)
+        self.held, self.since, self.users = True, time.monotonic(), 1
+        self.released = loop.create_future()
+        delta = taking.result()
+        if (replica.rev, replica.epoch) == (rev, epoch):
+            if delta is not None:
+                replica._apply(delta)
+        elif (
+            delta is not None
+            and not delta.whole
+            and delta.epoch == replica.epoch
+            and delta.rev >= replica.rev
+        ):
+            replica._apply(delta)  # every document changed since ``rev``, as of a later revision
+        else:  # this process caught up or wrote while it waited, past what was read: again
+            replica.catch_up()
 
-    def enter_sync(self) -> None:
-        if self.held:  # this process holds it: nothing can wait for it here
-            self.users += 1
-            return
-        deadline = time.monotonic() + SYNC_WAIT_SECONDS
-        pause = POLL_SECONDS[0]
-        while not self._join():
-            if time.monotonic() > deadline:
-                raise Conflict(
-                    f"{self.store.store.describe}: the world's write lock stayed held by another"
-                    f" process for {SYNC_WAIT_SECONDS:g} s; nothing of this was kept"
-                )
-            time.sleep(random.uniform(0.5, 1.5) * pause)
-            pause = min(pause * 2, POLL_SECONDS[1])
+    def _give_back_late(self, taking: asyncio.Future[Delta | None]) -> None:
+        if not taking.cancelled() and taking.exception() is None:
+            self.held, self.users, self.since = True, 1, 0.0
+            self.released = asyncio.get_running_loop().create_future()
+            self.late = asyncio.ensure_future(self.exit(wrote=False))
 
-    def exit(self, flush: bool = False) -> None:
-        """Leave the hold; with ``flush``, then wait until this session's commits are on
-        disk (after the lock is given back, when this is the last to leave)."""
+    async def exit(self, wrote: bool) -> None:
+        """Leave the hold. A unit of work that wrote waits until the lock is given back and
+        its write is on disk (the last to leave flushes for every one of the hold)."""
+        self.wrote = self.wrote or wrote
         self.users -= 1
-        if self.users == 0 and self.held:
-            self.held = False
-            try:
-                self.store.release(flush)
-            except StoreError as exc:  # the connection broke: the lock went with it
-                if flush:  # and whether the commit reached the disk is not known
-                    raise
-                log.warning("could not give back the world's write lock: %s", exc)
-        elif flush:
-            self.store.flush()
+        released = self.released
+        assert released is not None
+        if self.users > 0:
+            if wrote:
+                failure = await asyncio.shield(released)
+                if failure is not None:
+                    raise StoreError(str(failure)) from failure
+            return
+        flush, self.wrote = self.wrote, False
+        change = self.change = asyncio.get_running_loop().create_future()
+        failure: BaseException | None = None
+        try:
+            await asyncio.shield(asyncio.ensure_future(self.store.release(flush)))
+        except StoreError as exc:  # the connection broke: the lock went with it
+            failure = exc
+        finally:
+            self.held, self.change = False, None
+            change.set_result(None)
+            released.set_result(failure)
+        if failure is not None:
+            if flush:  # whether the commits reached the disk is not known
+                raise failure
+            log.warning("could not give back the world's write lock: %s", failure)
 
 
-class _Unflushed:
-    """Writes of a unit of work run under the write lock, committed but not yet waited for
-    on disk (the flush comes after the lock is given back)."""
+class _Unit:
+    """A unit of work that can await (:func:`retrying`): whether it runs under the world's
+    write lock (``held``), and its writes committed but not yet waited for on disk (awaited
+    after it; under the lock, after the lock is given back)."""
 
-    writes = 0
+    def __init__(self, held: bool) -> None:
+        self.held = held
+        self.writes = 0
 
 
-_unflushed: ContextVar[_Unflushed | None] = ContextVar("mockserver_unflushed", default=None)
+_unit: ContextVar[_Unit | None] = ContextVar("mockserver_unit", default=None)
 
 
 class _Batch:
@@ -385,38 +434,38 @@ def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:
 
 
 def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
-    """Run ``work`` (a transaction); after a conflict, again under the world's write lock."""
-    try:
-        return work()
-    except Conflict:
-        if rt.replica is None:
-            raise
-    for attempt in range(LOCKED_ATTEMPTS):
-        with rt.replica.writing_sync():
-            try:
-                return work()
-            except Conflict:
-                if attempt == LOCKED_ATTEMPTS - 1:
-                    raise
+    """Run ``work`` (a transaction that cannot await: a tick, a delivery step); after a
+    conflict, catch up and run it again. It takes no lock (waiting for one would block the
+    event loop): its run is short, and writing units of work of other processes, which write
+    only under the world's write lock, rarely land in it."""
+    for attempt in range(SYNC_ATTEMPTS):
+        try:
+            return work()
+        except Conflict:
+            if rt.replica is None or attempt == SYNC_ATTEMPTS - 1:
+                raise
+            rt.replica.catch_up()
     raise AssertionError("unreachable")
 
 
 async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` (a transaction that may await); after a conflict, again under the world's
-    write lock, caught up (so that it cannot conflict again)."""
+    """Run ``work`` (a transaction that may await) on the world as this process knows it;
+    after a conflict, again under the world's write lock (:meth:`Replica.locked`), so that it
+    does not conflict again."""
+    unit = _Unit(held=False)
+    token = _unit.set(unit)
     try:
-        return await work()
+        result = await work()
     except Conflict:
         if rt.replica is None:
             raise
-    for attempt in range(LOCKED_ATTEMPTS):
-        async with rt.replica.writing():
-            try:
-                return await work()
-            except Conflict:
-                if attempt == LOCKED_ATTEMPTS - 1:
-                    raise
-    raise AssertionError("unreachable")
+    else:
+        if unit.writes and rt.replica is not None:
+            await rt.replica.store.flushed()
+        return result
+    finally:
+        _unit.reset(token)
+    return await rt.replica.locked(work)
 
 
 __all__ = ["Replica", "StoreError", "retrying", "retrying_sync"]

@@ -94,21 +94,22 @@ class Dialect:
         """Write one transaction's documents over revision ``rev`` and commit, in one
         database transaction: :class:`Conflict` (nothing written) when another process
         wrote since (the world is not at ``rev``). Without ``flush`` the commit may not be
-        on disk yet (PostgreSQL): :meth:`flush` or ``release(flush=True)`` waits for it.
+        on disk yet (PostgreSQL): :meth:`flushed` or ``release(flush=True)`` waits for it.
         ``contended``: other processes are writing to the world, so its row should not stay
         locked while the disk is written (PostgreSQL: the commit, then a flush)."""
         raise NotImplementedError
 
-    def flush(self) -> None:
-        """Wait until the commits of this connection are on disk (SQLite: they are)."""
+    async def hold(self, world: str, rev: int) -> list[tuple[Any, ...]]:
+        """Take the world's write lock, waiting while another process holds it (store/replica.py),
+        then catch up from ``rev``: CATCH_UP's rows. Only for a store other processes share."""
+        raise NotImplementedError
 
-    def try_hold(self, world: str) -> bool:
-        """Take the world's write lock for this session without waiting (store/replica.py):
-        whether it was taken. A store with one process (SQLite) has no one to wait for."""
-        return True
+    async def release(self, world: str, flush: bool = False) -> None:
+        """Give back the world's write lock; with ``flush``, then wait until every commit
+        before it is on disk."""
 
-    def release(self, world: str, flush: bool = False) -> None:
-        """Give back the world's write lock; with ``flush``, then :meth:`flush`."""
+    async def flushed(self) -> None:
+        """Wait (awaited) until every commit before this call is on disk (SQLite: they are)."""
 
     def close(self) -> None:
         raise NotImplementedError
@@ -245,7 +246,9 @@ class SqlWorld:
     def catch_up(self, rev: int, epoch: int) -> Delta | None:
         """What other processes wrote after ``rev`` (one statement, one round trip), the
         whole world when they replaced it (another epoch), or None when nothing."""
-        rows = self.db.execute(CATCH_UP, (rev, self.id))
+        return self._delta(self.db.execute(CATCH_UP, (rev, self.id)), rev, epoch)
+
+    def _delta(self, rows: list[tuple[Any, ...]], rev: int, epoch: int) -> Delta | None:
         if not rows:
             raise StoreError(f"{self.store.describe}: world {self.id!r} is gone")
         now_rev, now_epoch = int(rows[0][0]), int(rows[0][1])
@@ -292,7 +295,12 @@ class SqlWorld:
         return delta, counted
 
     def write(
-        self, change: Write, rev: int, epoch: int, flush: bool = True, contended: bool = True
+        self,
+        change: Write,
+        rev: int,
+        epoch: int,
+        flush: bool = True,
+        contended: bool = True,
     ) -> tuple[int, int]:
         """Write one transaction's changes over revision ``rev`` (the one this process
         knows); the new (rev, epoch). :class:`Conflict` when another process wrote first.
@@ -301,17 +309,18 @@ class SqlWorld:
         self.db.write(self.id, change, rev, epoch, flush, contended)
         return rev + 1, epoch + 1 if change.whole else epoch
 
-    def try_hold(self) -> bool:
-        """Take the world's write lock without waiting: whether it was taken. While this
-        process holds it, no other process writes to the world (their writes fail as
-        conflicts), so a unit of work caught up under it cannot conflict."""
-        return self.db.try_hold(self.id)
+    async def hold(self, rev: int, epoch: int) -> Delta | None:
+        """Take the world's write lock, waiting (awaited) while another process holds it, and
+        catch up under it (:meth:`catch_up`'s answer), in one round trip. While this process
+        holds it, no other process's writing unit of work runs, so one caught up under it does
+        not conflict (but for a tick or delivery step of another)."""
+        return self._delta(await self.db.hold(self.id, rev), rev, epoch)
 
-    def release(self, flush: bool = False) -> None:
-        self.db.release(self.id, flush)
+    async def release(self, flush: bool = False) -> None:
+        await self.db.release(self.id, flush)
 
-    def flush(self) -> None:
-        self.db.flush()
+    async def flushed(self) -> None:
+        await self.db.flushed()
 
     # -- the request journal (platform/journal.py SharedJournal) ----------------------------
 
