@@ -23,7 +23,7 @@ from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import quote, unquote
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -44,6 +44,7 @@ from mockserver.runtime import Runtime
 from mockserver.store import StoreError
 from mockserver.store.replica import retrying
 
+CLIENT_GONE = 499  # the status journalled for a request whose client went away
 log = logging.getLogger("mockserver")
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -221,6 +222,10 @@ class Dispatcher:
                     response, _ = await transact(rt, binding, call, None, "")
         except ApiError as error:
             response, code = error_response(error), error.code
+        except ClientDisconnect:
+            # The client went away before its body arrived (a load generator stopping, say):
+            # nothing can be answered, and nothing went wrong here. Journalled as 499.
+            response = Response(status_code=CLIENT_GONE)
         except StoreError as error:
             log.error("store failed in %s %s: %s", request.method, path, error)
             failure = store_unavailable(request_id)
