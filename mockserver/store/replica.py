@@ -15,11 +15,12 @@ start of every unit of work.
   own, so that the event loop goes on (other requests are served) while it waits in the
   database, where waiting costs no CPU. Taking it catches up in the same round trip; the unit
   of work runs, writes, and gives the lock back. Units of work that conflicted so queue for
-  the lock instead of colliding again with each other; a first, optimistic write of another
-  process may still land during a locked run, which then catches up and runs again. So no
-  write is refused because another process wrote first: :func:`retrying`. A unit of work
-  that cannot await (a tick, a delivery step) takes no lock and runs again caught up
-  (:func:`retrying_sync`).
+  the lock instead of colliding again with each other. A first, optimistic write of another
+  process may still land during a locked run: that run then takes the guard (first writes
+  fail while it is held, and queue for the lock in turn), catches up and runs again, and
+  cannot conflict. So no write is refused because another process wrote first:
+  :func:`retrying`. A unit of work that cannot await (a tick, a delivery step) takes no lock
+  and runs again caught up (:func:`retrying_sync`).
 
 Runtime state outside the tree is written with the transaction that changed it, as documents
 of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")``,
@@ -54,8 +55,9 @@ UNKNOWN = -1
 NO_FAULTS = Faults().dump()
 RATE_LIMIT: DocKey = ("meta", "rate-limit")
 T = TypeVar("T")
-LOCKED_ATTEMPTS = 50  # runs under the write lock (another when a first, optimistic run of
-# another process wrote meanwhile: each run is short, so 50 in a row do not happen)
+LOCKED_ATTEMPTS = 10  # runs under the write lock (a second when a first, optimistic write of
+# another process landed in the first; more only when a tick or delivery step did, or the
+# lock was lost with its connection: the server restarted, say)
 SYNC_ATTEMPTS = (
     100  # runs of a unit of work that cannot await (it takes no lock: see retrying_sync)
 )
@@ -209,6 +211,7 @@ class Replica:
                 except Conflict:
                     if attempt == LOCKED_ATTEMPTS - 1:
                         raise
+                    await self._lock.guard()
             raise AssertionError("unreachable")
         finally:
             _unit.reset(token)
@@ -253,6 +256,7 @@ class Replica:
             self.epoch,
             flush,
             contended,
+            unit is not None and not unit.held,
         )
         if not flush:
             unit.writes += 1  # type: ignore[union-attr]
@@ -300,6 +304,7 @@ class _WriteLock:
         # The end of this hold: None, or what made its release (and flush) fail.
         self.released: asyncio.Future[BaseException | None] | None = None
         self.late: asyncio.Future[None] | None = None  # a release for a request gone away
+        self.guarded = False  # the guard is taken for this hold
 
     async def enter(self, replica: Replica) -> bool:
         """Join this process's hold (False), or take the lock and bring ``replica`` up to
@@ -352,6 +357,13 @@ class _WriteLock:
             self.released = asyncio.get_running_loop().create_future()
             self.late = asyncio.ensure_future(self.exit(wrote=False))
 
+    async def guard(self) -> None:
+        """A run under this hold conflicted with a first write of another process: take the
+        guard, so that the next one cannot."""
+        if not self.guarded:
+            await self.store.guard()
+            self.guarded = True
+
     async def exit(self, wrote: bool) -> None:
         """Leave the hold. A unit of work that wrote waits until the lock is given back and
         its write is on disk (the last to leave flushes for every one of the hold)."""
@@ -373,7 +385,7 @@ class _WriteLock:
         except StoreError as exc:  # the connection broke: the lock went with it
             failure = exc
         finally:
-            self.held, self.change = False, None
+            self.held, self.change, self.guarded = False, None, False
             change.set_result(None)
             released.set_result(failure)
         if failure is not None:

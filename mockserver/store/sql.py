@@ -90,19 +90,25 @@ class Dialect:
         epoch: int,
         flush: bool = True,
         contended: bool = True,
+        guarded: bool = False,
     ) -> None:
         """Write one transaction's documents over revision ``rev`` and commit, in one
         database transaction: :class:`Conflict` (nothing written) when another process
         wrote since (the world is not at ``rev``). Without ``flush`` the commit may not be
         on disk yet (PostgreSQL): :meth:`flushed` or ``release(flush=True)`` waits for it.
         ``contended``: other processes are writing to the world, so its row should not stay
-        locked while the disk is written (PostgreSQL: the commit, then a flush)."""
+        locked while the disk is written (PostgreSQL: the commit, then a flush). ``guarded``:
+        a first write of a unit of work that can wait for the world's write lock: it fails as a
+        conflict while the lock's holder guards its run (PostgreSQL, store/replica.py)."""
         raise NotImplementedError
 
     async def hold(self, world: str, rev: int) -> list[tuple[Any, ...]]:
         """Take the world's write lock, waiting while another process holds it (store/replica.py),
         then catch up from ``rev``: CATCH_UP's rows. Only for a store other processes share."""
         raise NotImplementedError
+
+    async def guard(self, world: str) -> None:
+        """While holding the world's write lock, make the first writes of others fail."""
 
     async def release(self, world: str, flush: bool = False) -> None:
         """Give back the world's write lock; with ``flush``, then wait until every commit
@@ -301,12 +307,13 @@ class SqlWorld:
         epoch: int,
         flush: bool = True,
         contended: bool = True,
+        guarded: bool = False,
     ) -> tuple[int, int]:
         """Write one transaction's changes over revision ``rev`` (the one this process
         knows); the new (rev, epoch). :class:`Conflict` when another process wrote first.
         ``flush`` False: committed, perhaps not yet on disk (:meth:`flush`). ``contended``:
         others are writing to the world (see :meth:`Dialect.write`)."""
-        self.db.write(self.id, change, rev, epoch, flush, contended)
+        self.db.write(self.id, change, rev, epoch, flush, contended, guarded)
         return rev + 1, epoch + 1 if change.whole else epoch
 
     async def hold(self, rev: int, epoch: int) -> Delta | None:
@@ -315,6 +322,11 @@ class SqlWorld:
         holds it, no other process's writing unit of work runs, so one caught up under it does
         not conflict (but for a tick or delivery step of another)."""
         return self._delta(await self.db.hold(self.id, rev), rev, epoch)
+
+    async def guard(self) -> None:
+        """Holding the world's write lock: first writes of other processes fail as conflicts
+        until it is given back, so that the next run under it cannot conflict."""
+        await self.db.guard(self.id)
 
     async def release(self, flush: bool = False) -> None:
         await self.db.release(self.id, flush)

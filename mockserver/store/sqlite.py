@@ -73,6 +73,7 @@ class SqliteDialect(Dialect):
         epoch: int,
         flush: bool = True,
         contended: bool = True,
+        guarded: bool = False,
     ) -> None:
         new_epoch = epoch + 1 if change.whole else epoch
         try:
