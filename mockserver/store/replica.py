@@ -55,6 +55,7 @@ UNKNOWN = -1
 NO_FAULTS = Faults().dump()
 RATE_LIMIT: DocKey = ("meta", "rate-limit")
 T = TypeVar("T")
+OPTIMISTIC_ATTEMPTS = 3  # runs outside the lock, each caught up after the last conflicted
 LOCKED_ATTEMPTS = 10  # runs under the write lock (a second when a first, optimistic write of
 # another process landed in the first; more only when a tick or delivery step did, or the
 # lock was lost with its connection: the server restarted, say)
@@ -462,22 +463,27 @@ def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
 
 async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
     """Run ``work`` (a transaction that may await) on the world as this process knows it;
-    after a conflict, again under the world's write lock (:meth:`Replica.locked`), so that it
-    does not conflict again."""
-    unit = _Unit(held=False)
-    token = _unit.set(unit)
-    try:
-        result = await work()
-    except Conflict:
-        if rt.replica is None:
-            raise
-    else:
-        if unit.writes and rt.replica is not None:
-            await rt.replica.store.flushed()
+    after a conflict, caught up, again, up to OPTIMISTIC_ATTEMPTS runs in all; then under the
+    world's write lock (:meth:`Replica.locked`), so that it does not conflict again."""
+    replica = rt.replica
+    for attempt in range(OPTIMISTIC_ATTEMPTS):
+        unit = _Unit(held=False)
+        token = _unit.set(unit)
+        try:
+            result = await work()
+        except Conflict:
+            if replica is None:
+                raise
+            if attempt < OPTIMISTIC_ATTEMPTS - 1:
+                replica.catch_up()
+            continue
+        finally:
+            _unit.reset(token)
+        if unit.writes and replica is not None:
+            await replica.store.flushed()
         return result
-    finally:
-        _unit.reset(token)
-    return await rt.replica.locked(work)
+    assert replica is not None
+    return await replica.locked(work)
 
 
 __all__ = ["Replica", "StoreError", "retrying", "retrying_sync"]
