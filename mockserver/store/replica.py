@@ -199,7 +199,7 @@ class Replica:
         is awaited (waiting in the database, the event loop free) and shared with this
         process's other units of work that need it at the same time. The write commits under
         the lock; it is waited for on disk after the lock is given back, so that the lock is
-        held for no flush. Its first run outside the lock conflicted."""
+        held for no flush. Its runs outside the lock conflicted."""
         taken = await self._lock.enter(self)
         pending = _Unit(held=True)
         token = _unit.set(pending)
