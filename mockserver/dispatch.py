@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -45,6 +45,7 @@ from mockserver.runtime import Runtime
 from mockserver.store import StoreError
 from mockserver.store.replica import retrying
 
+CLIENT_GONE = 499  # the status journalled for a request whose client went away
 log = logging.getLogger("mockserver")
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -186,6 +187,10 @@ class Dispatcher:
                 response = await self.execute_once(passage, rt, call, key, print_)  # 9, 10
         except ApiError as error:
             response, code = error_response(error), error.code
+        except ClientDisconnect:
+            # The client went away before its body arrived (a load generator stopping, say):
+            # nothing can be answered, and nothing went wrong here. Journalled as 499.
+            response = Response(status_code=CLIENT_GONE)
         except StoreError as error:
             log.error("store failed in %s %s: %s", request.method, passage.path, error)
             failure = store_unavailable(passage.request_id)

@@ -9,7 +9,18 @@ start of every unit of work.
 - **Catching up.** Each unit of work (an API or control request, a heartbeat tick, a
   delivery step) starts by reading what other processes wrote since this one last looked
   (one statement: usually nothing). A SQLite file has one process, so there is never
-  anything to read. :func:`retrying` runs a unit of work again after a conflict, caught up.
+  anything to read.
+- **Conflicts.** A unit of work whose write conflicted runs again holding the world's write
+  lock (:meth:`Replica.locked`): a PostgreSQL advisory lock awaited on a connection of its
+  own, so that the event loop goes on (other requests are served) while it waits in the
+  database, where waiting costs no CPU. Taking it catches up in the same round trip; the unit
+  of work runs, writes, and gives the lock back. Units of work that conflicted so queue for
+  the lock instead of colliding again with each other. A first, optimistic write of another
+  process may still land during a locked run: that run then takes the guard (first writes
+  fail while it is held, and queue for the lock in turn), catches up and runs again, and
+  cannot conflict. So no write is refused because another process wrote first:
+  :func:`retrying`. A unit of work that cannot await (a tick, a delivery step) takes no lock
+  and runs again caught up (:func:`retrying_sync`).
 
 Runtime state outside the tree is written with the transaction that changed it, as documents
 of its own: ``("meta", "clock")`` (the manual clock's time), ``("meta", "faults")``,
@@ -22,8 +33,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
+import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,8 +54,16 @@ log = logging.getLogger("mockserver")
 UNKNOWN = -1
 NO_FAULTS = Faults().dump()
 RATE_LIMIT: DocKey = ("meta", "rate-limit")
-ATTEMPTS = 8  # tries of one unit of work against conflicting writers, then 503
 T = TypeVar("T")
+OPTIMISTIC_ATTEMPTS = 3  # runs outside the lock, each caught up after the last conflicted
+LOCKED_ATTEMPTS = 10  # runs under the write lock (a second when a first, optimistic write of
+# another process landed in the first; more only when a tick or delivery step did, or the
+# lock was lost with its connection: the server restarted, say)
+SYNC_ATTEMPTS = (
+    100  # runs of a unit of work that cannot await (it takes no lock: see retrying_sync)
+)
+JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
+BUSY_SECONDS = 1.0  # other processes wrote to the world within this long: its writes contend
 
 
 class Replica:
@@ -56,6 +76,8 @@ class Replica:
         self._written: dict[DocKey, Any] = {}  # runtime documents as the store has them
         self._clock_written: datetime | None = None
         self._batch: _Batch | None = None  # the catch-up the requests of this turn wait for
+        self._lock = _WriteLock(store)
+        self._others_at = -BUSY_SECONDS  # when it last found that others had written
         self._open()
 
     def _open(self) -> None:
@@ -143,6 +165,8 @@ class Replica:
             for key, value in runtime.items():
                 self._load_runtime(key, value)
         else:
+            if delta.rows:
+                self._others_at = time.monotonic()
             world = rt.world
             for row in delta.rows:
                 if row.key[0] == "meta":
@@ -165,6 +189,34 @@ class Replica:
             rt.rate.set_limit(value)
         elif key == ("meta", "due") and self.shared:
             rt.scheduler.next_due = value
+
+    # -- the world's write lock ----------------------------------------------------------------
+
+    async def locked(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` (a transaction) holding the world's write lock, caught up under it,
+        so that it does not conflict with another process's writing unit of work (taking the
+        lock catches up in the same round trip; joining this process's hold needs none). The lock
+        is awaited (waiting in the database, the event loop free) and shared with this
+        process's other units of work that need it at the same time. The write commits under
+        the lock; it is waited for on disk after the lock is given back, so that the lock is
+        held for no flush. Its runs outside the lock conflicted."""
+        taken = await self._lock.enter(self)
+        pending = _Unit(held=True)
+        token = _unit.set(pending)
+        try:
+            for attempt in range(LOCKED_ATTEMPTS):
+                if not taken or attempt:
+                    self.catch_up()
+                try:
+                    return await work()
+                except Conflict:
+                    if attempt == LOCKED_ATTEMPTS - 1:
+                        raise
+                    await self._lock.guard()
+            raise AssertionError("unreachable")
+        finally:
+            _unit.reset(token)
+            await self._lock.exit(wrote=pending.writes > 0)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -191,9 +243,24 @@ class Replica:
             docs.sort(key=_order)
         if not docs and not runtime:
             return
-        self.rev, self.epoch = self.store.write(
-            Write([*docs, *runtime.items()], whole=whole), self.rev, self.epoch
+        unit = _unit.get()
+        # Others wrote lately (or this process holds the write lock because they did): the
+        # world's row is not kept locked while the disk is written, and a unit of work that
+        # can await waits for the disk after its write, awaited (:meth:`flushed`).
+        contended = (unit is not None and unit.held) or (
+            time.monotonic() - self._others_at < BUSY_SECONDS
         )
+        flush = unit is None or whole or not contended
+        self.rev, self.epoch = self.store.write(
+            Write([*docs, *runtime.items()], whole=whole),
+            self.rev,
+            self.epoch,
+            flush,
+            contended,
+            unit is not None and not unit.held,
+        )
+        if not flush:
+            unit.writes += 1  # type: ignore[union-attr]
         self._written.update(runtime)
         if isinstance(self.rt.clock, ManualClock):
             self._clock_written = self.rt.clock.now()
@@ -218,6 +285,127 @@ class Replica:
             if whole or ("meta", "due") not in self._written or self._written["meta", "due"] != due:
                 found["meta", "due"] = due
         return found
+
+
+class _WriteLock:
+    """This process's hold of one world's write lock (a session-level advisory lock of a
+    connection of its own, store/postgres.py), shared by every unit of work of the process
+    that needs it at the same time: taken by the first, given back when the last leaves. A
+    hold older than JOIN_SECONDS takes no one new, so other processes get their turn (they
+    wait for it in the database, in arrival order). Only one unit of work at a time takes it
+    or gives it back; the others wait for that (``change``) and look again."""
+
+    def __init__(self, store: SqlWorld) -> None:
+        self.store = store
+        self.users = 0
+        self.held = False
+        self.since = 0.0
+        self.wrote = False  # a unit of work of this hold wrote: the release flushes
+        self.change: asyncio.Future[None] | None = None  # it is being taken or given back
+        # The end of this hold: None, or what made its release (and flush) fail.
+        self.released: asyncio.Future[BaseException | None] | None = None
+        self.late: asyncio.Future[None] | None = None  # a release for a request gone away
+        self.guarded = False  # the guard is taken for this hold
+
+    async def enter(self, replica: Replica) -> bool:
+        """Join this process's hold (False), or take the lock and bring ``replica`` up to
+        what the store holds under it (True)."""
+        while True:
+            if self.change is not None:
+                await asyncio.shield(self.change)
+            elif self.held and time.monotonic() - self.since < JOIN_SECONDS:
+                self.users += 1
+                return False
+            elif self.held:
+                assert self.released is not None
+                await asyncio.shield(self.released)
+            else:
+                await self._take(replica)
+                return True
+
+    async def _take(self, replica: Replica) -> None:
+        loop = asyncio.get_running_loop()
+        change = self.change = loop.create_future()
+        rev, epoch = replica.rev, replica.epoch
+        taking = asyncio.ensure_future(self.store.hold(rev, epoch))
+        try:
+            await asyncio.shield(taking)
+        except asyncio.CancelledError:  # the request went away: give the lock back once taken
+            taking.add_done_callback(self._give_back_late)
+            raise
+        finally:
+            self.change = None
+            change.set_result(None)
+        self.held, self.since, self.users = True, time.monotonic(), 1
+        self.released = loop.create_future()
+        delta = taking.result()
+        if (replica.rev, replica.epoch) == (rev, epoch):
+            if delta is not None:
+                replica._apply(delta)
+        elif (
+            delta is not None
+            and not delta.whole
+            and delta.epoch == replica.epoch
+            and delta.rev >= replica.rev
+        ):
+            replica._apply(delta)  # every document changed since ``rev``, as of a later revision
+        else:  # this process caught up or wrote while it waited, past what was read: again
+            replica.catch_up()
+
+    def _give_back_late(self, taking: asyncio.Future[Delta | None]) -> None:
+        if not taking.cancelled() and taking.exception() is None:
+            self.held, self.users, self.since = True, 1, 0.0
+            self.released = asyncio.get_running_loop().create_future()
+            self.late = asyncio.ensure_future(self.exit(wrote=False))
+
+    async def guard(self) -> None:
+        """A run under this hold conflicted with a first write of another process: take the
+        guard, so that the next one cannot."""
+        if not self.guarded:
+            await self.store.guard()
+            self.guarded = True
+
+    async def exit(self, wrote: bool) -> None:
+        """Leave the hold. A unit of work that wrote waits until the lock is given back and
+        its write is on disk (the last to leave flushes for every one of the hold)."""
+        self.wrote = self.wrote or wrote
+        self.users -= 1
+        released = self.released
+        assert released is not None
+        if self.users > 0:
+            if wrote:
+                failure = await asyncio.shield(released)
+                if failure is not None:
+                    raise StoreError(str(failure)) from failure
+            return
+        flush, self.wrote = self.wrote, False
+        change = self.change = asyncio.get_running_loop().create_future()
+        failure: BaseException | None = None
+        try:
+            await asyncio.shield(asyncio.ensure_future(self.store.release(flush)))
+        except StoreError as exc:  # the connection broke: the lock went with it
+            failure = exc
+        finally:
+            self.held, self.change, self.guarded = False, None, False
+            change.set_result(None)
+            released.set_result(failure)
+        if failure is not None:
+            if flush:  # whether the commits reached the disk is not known
+                raise failure
+            log.warning("could not give back the world's write lock: %s", failure)
+
+
+class _Unit:
+    """A unit of work that can await (:func:`retrying`): whether it runs under the world's
+    write lock (``held``), and its writes committed but not yet waited for on disk (awaited
+    after it; under the lock, after the lock is given back)."""
+
+    def __init__(self, held: bool) -> None:
+        self.held = held
+        self.writes = 0
+
+
+_unit: ContextVar[_Unit | None] = ContextVar("mockserver_unit", default=None)
 
 
 class _Batch:
@@ -259,29 +447,43 @@ def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:
 
 
 def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
-    """Run ``work`` (a transaction) again after a conflict, caught up first."""
-    for attempt in range(ATTEMPTS):
+    """Run ``work`` (a transaction that cannot await: a tick, a delivery step); after a
+    conflict, catch up and run it again. It takes no lock (waiting for one would block the
+    event loop): its run is short, and writing units of work of other processes, which write
+    only under the world's write lock, rarely land in it."""
+    for attempt in range(SYNC_ATTEMPTS):
         try:
             return work()
         except Conflict:
-            if rt.replica is None or attempt == ATTEMPTS - 1:
+            if rt.replica is None or attempt == SYNC_ATTEMPTS - 1:
                 raise
             rt.replica.catch_up()
     raise AssertionError("unreachable")
 
 
 async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` (a transaction that may await) again after a conflict, caught up first,
-    after a short random pause (so that two processes do not collide again in step)."""
-    for attempt in range(ATTEMPTS):
+    """Run ``work`` (a transaction that may await) on the world as this process knows it;
+    after a conflict, caught up, again, up to OPTIMISTIC_ATTEMPTS runs in all; then under the
+    world's write lock (:meth:`Replica.locked`), so that it does not conflict again."""
+    replica = rt.replica
+    for attempt in range(OPTIMISTIC_ATTEMPTS):
+        unit = _Unit(held=False)
+        token = _unit.set(unit)
         try:
-            return await work()
+            result = await work()
         except Conflict:
-            if rt.replica is None or attempt == ATTEMPTS - 1:
+            if replica is None:
                 raise
-            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))
-            rt.replica.catch_up()
-    raise AssertionError("unreachable")
+            if attempt < OPTIMISTIC_ATTEMPTS - 1:
+                replica.catch_up()
+            continue
+        finally:
+            _unit.reset(token)
+        if unit.writes and replica is not None:
+            await replica.store.flushed()
+        return result
+    assert replica is not None
+    return await replica.locked(work)
 
 
 __all__ = ["Replica", "StoreError", "retrying", "retrying_sync"]

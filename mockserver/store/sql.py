@@ -82,11 +82,40 @@ class Dialect:
     def lock_schema(self) -> None:
         """Hold off other processes while the schema is made or migrated (in a transaction)."""
 
-    def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
+    def write(
+        self,
+        world: str,
+        change: Write,
+        rev: int,
+        epoch: int,
+        flush: bool = True,
+        contended: bool = True,
+        guarded: bool = False,
+    ) -> None:
         """Write one transaction's documents over revision ``rev`` and commit, in one
         database transaction: :class:`Conflict` (nothing written) when another process
-        wrote since (the world is not at ``rev``)."""
+        wrote since (the world is not at ``rev``). Without ``flush`` the commit may not be
+        on disk yet (PostgreSQL): :meth:`flushed` or ``release(flush=True)`` waits for it.
+        ``contended``: other processes are writing to the world, so its row should not stay
+        locked while the disk is written (PostgreSQL: the commit, then a flush). ``guarded``:
+        a first write of a unit of work that can wait for the world's write lock: it fails as a
+        conflict while the lock's holder guards its run (PostgreSQL, store/replica.py)."""
         raise NotImplementedError
+
+    async def hold(self, world: str, rev: int) -> list[tuple[Any, ...]]:
+        """Take the world's write lock, waiting while another process holds it (store/replica.py),
+        then catch up from ``rev``: CATCH_UP's rows. Only for a store other processes share."""
+        raise NotImplementedError
+
+    async def guard(self, world: str) -> None:
+        """While holding the world's write lock, make the first writes of others fail."""
+
+    async def release(self, world: str, flush: bool = False) -> None:
+        """Give back the world's write lock; with ``flush``, then wait until every commit
+        before it is on disk."""
+
+    async def flushed(self) -> None:
+        """Wait (awaited) until every commit before this call is on disk (SQLite: they are)."""
 
     def close(self) -> None:
         raise NotImplementedError
@@ -223,7 +252,9 @@ class SqlWorld:
     def catch_up(self, rev: int, epoch: int) -> Delta | None:
         """What other processes wrote after ``rev`` (one statement, one round trip), the
         whole world when they replaced it (another epoch), or None when nothing."""
-        rows = self.db.execute(CATCH_UP, (rev, self.id))
+        return self._delta(self.db.execute(CATCH_UP, (rev, self.id)), rev, epoch)
+
+    def _delta(self, rows: list[tuple[Any, ...]], rev: int, epoch: int) -> Delta | None:
         if not rows:
             raise StoreError(f"{self.store.describe}: world {self.id!r} is gone")
         now_rev, now_epoch = int(rows[0][0]), int(rows[0][1])
@@ -269,11 +300,39 @@ class SqlWorld:
         delta = Delta(now_rev, now_epoch, [_row(*row[2:5]) for row in rows], whole=False)
         return delta, counted
 
-    def write(self, change: Write, rev: int, epoch: int) -> tuple[int, int]:
+    def write(
+        self,
+        change: Write,
+        rev: int,
+        epoch: int,
+        flush: bool = True,
+        contended: bool = True,
+        guarded: bool = False,
+    ) -> tuple[int, int]:
         """Write one transaction's changes over revision ``rev`` (the one this process
-        knows); the new (rev, epoch). :class:`Conflict` when another process wrote first."""
-        self.db.write(self.id, change, rev, epoch)
+        knows); the new (rev, epoch). :class:`Conflict` when another process wrote first.
+        ``flush`` False: committed, perhaps not yet on disk (:meth:`flush`). ``contended``:
+        others are writing to the world (see :meth:`Dialect.write`)."""
+        self.db.write(self.id, change, rev, epoch, flush, contended, guarded)
         return rev + 1, epoch + 1 if change.whole else epoch
+
+    async def hold(self, rev: int, epoch: int) -> Delta | None:
+        """Take the world's write lock, waiting (awaited) while another process holds it, and
+        catch up under it (:meth:`catch_up`'s answer), in one round trip. While this process
+        holds it, no other process's writing unit of work runs, so one caught up under it does
+        not conflict (but for a tick or delivery step of another)."""
+        return self._delta(await self.db.hold(self.id, rev), rev, epoch)
+
+    async def guard(self) -> None:
+        """Holding the world's write lock: first writes of other processes fail as conflicts
+        until it is given back, so that the next run under it cannot conflict."""
+        await self.db.guard(self.id)
+
+    async def release(self, flush: bool = False) -> None:
+        await self.db.release(self.id, flush)
+
+    async def flushed(self) -> None:
+        await self.db.flushed()
 
     # -- the request journal (platform/journal.py SharedJournal) ----------------------------
 

@@ -65,7 +65,16 @@ class SqliteDialect(Dialect):
         except sqlite3.Error as exc:
             raise StoreError(f"state file {self.path}: {exc}") from exc
 
-    def write(self, world: str, change: Write, rev: int, epoch: int) -> None:
+    def write(
+        self,
+        world: str,
+        change: Write,
+        rev: int,
+        epoch: int,
+        flush: bool = True,
+        contended: bool = True,
+        guarded: bool = False,
+    ) -> None:
         new_epoch = epoch + 1 if change.whole else epoch
         try:
             self.conn.execute("BEGIN IMMEDIATE")
