@@ -221,6 +221,9 @@ def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int
             session.har.write(args.har)
 
     judging = JudgeProcess(make_session, write_reports).start()  # forked before any thread
+    # From here a Ctrl-C or SIGTERM asks for an orderly stop, even one that arrives before the
+    # proxy listens: the start-up goes on, then stops at once, writing its reports.
+    stopping = _stop_on_signals()
     try:
         sock = _bind(host, port)
     except OSError as exc:
@@ -265,7 +268,10 @@ def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int
     line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
     for said in around.lines(url) if around else []:
         line(said)
-    status = _run(command, url, line) if command else _wait_for_signal()
+    if command and not stopping.is_set():
+        status = _run(command, url, line)
+    else:
+        status = _wait_for_signal(stopping)
     server.should_exit = True
     server_thread = getattr(server, "thread", None)
     if server_thread is not None:
@@ -312,7 +318,8 @@ def _serve(app: Any, sock: socket.socket) -> Any:
     return server
 
 
-def _wait_for_signal() -> int:
+def _stop_on_signals() -> threading.Event:
+    """An event SIGINT and SIGTERM set (instead of raising KeyboardInterrupt anywhere)."""
     stop = threading.Event()
 
     def handler(signum: int, frame: Any) -> None:
@@ -320,6 +327,10 @@ def _wait_for_signal() -> int:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
+    return stop
+
+
+def _wait_for_signal(stop: threading.Event) -> int:
     while not stop.wait(1.0):
         pass
     return 0

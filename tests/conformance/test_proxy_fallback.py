@@ -263,3 +263,38 @@ def test_a_broken_rule_in_the_mocks_answer_is_the_mocks_not_the_deployments(tmp_
         ("idempotency-key-required", "client"),
     }
     assert "envelope-request-id" not in report["checks"]  # not counted as a deployment's check
+
+
+def test_a_ctrl_c_during_start_up_stops_the_proxy_in_order(tmp_path: Path):
+    """A SIGINT that arrives while the proxy is still starting (here: while the bundled mock
+    of --fallback-mock starts, right after the relay says it listens) is an orderly stop:
+    the start-up finishes, the proxy stops at once, writes its report and exits 0 (it raised
+    KeyboardInterrupt mid-start and hung, the judge's process left waiting)."""
+    import signal
+
+    from tests.support.serve import free_port
+
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-m", "conformance", "proxy", "--upstream", "http://127.0.0.1:9",
+               "--listen", "127.0.0.1:0", "--fallback-mock", "--report-json", str(report),
+               "--relay-to", "http://127.0.0.1:9/in", "--relay-listen",
+               f"127.0.0.1:{free_port()}", "--webhook-secret", "s" * 32]  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if "relaying webhooks" in line:
+            process.send_signal(signal.SIGINT)
+            break
+    try:
+        rest, _ = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise AssertionError("the proxy did not stop:\n" + "".join(lines)) from None
+    output = "".join(lines) + rest
+    assert process.returncode == 0, output
+    assert "Traceback" not in output and "stopped: 0 exchanges judged" in output, output
+    assert json.loads(report.read_text())["totals"]
