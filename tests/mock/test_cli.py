@@ -180,7 +180,7 @@ def test_an_unknown_command_is_one_line_and_exit_2(capsys: pytest.CaptureFixture
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
         "mockserver: unknown command 'frobnicate' "
-        "(commands: serve, listen, trigger; default: serve)\n"
+        "(commands: serve, listen, trigger, proxy; default: serve)\n"
     )
 
 
