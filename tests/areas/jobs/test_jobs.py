@@ -18,7 +18,8 @@ from tests.support.generation import (
     start,
 )
 
-SIMPLE_KINDS = [kind for kind in REQUESTS if kind != "footage-edit"]  # edits: tests/areas/generation/test_proposals.py
+# footage edits: tests/areas/generation/test_proposals.py
+SIMPLE_KINDS = [kind for kind in REQUESTS if kind != "footage-edit"]
 
 
 @pytest.mark.parametrize("kind", SIMPLE_KINDS)
