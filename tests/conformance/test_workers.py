@@ -35,8 +35,7 @@ from conformance.workers import (
     worker_context,
     world,
 )
-from tests.conformance.defects import DefectProxy
-from tests.conformance.support import Served, live_mock, run_quietly
+from tests.conformance.support import live_mock, run_quietly
 
 #: Enough families to deal out, with webhooks (a receiver per worker) and the rate-limit probe
 #: (a worker drives its key into 429: only its own sandbox's bucket).
@@ -84,13 +83,10 @@ def test_two_workers_give_the_verdicts_of_one_process():
 
 
 def test_failures_are_the_same_with_workers():
-    with live_mock() as mock:
-        proxy = DefectProxy(mock.base_url)
-        proxy.defect = "no-rate-limit-headers"
+    with live_mock(defects=["no-rate-limit-headers"]) as mock:
         only = ["envelope", "auth", "pagination"]
-        with Served(proxy) as served:
-            one = run_quietly(mock_url=served.base_url, seed=3, only=only)
-            two = run_quietly(mock_url=served.base_url, seed=3, only=only, workers=2)
+        one = run_quietly(mock_url=mock.base_url, seed=3, only=only)
+        two = run_quietly(mock_url=mock.base_url, seed=3, only=only, workers=2)
         left = httpx.get(f"{mock.base_url}/_mock/sandboxes").json()["sandboxes"]
     assert verdicts(two) == verdicts(one)
     assert "envelope-rate-limit-headers" in two.failed_checks()

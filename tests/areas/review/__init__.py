@@ -1,0 +1,1 @@
+"""Tests of the review area (mockserver/areas/review/): notes, watch links, transcripts."""
