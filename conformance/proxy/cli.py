@@ -182,6 +182,10 @@ def parse_listen(text: str) -> tuple[str, int, str]:
     return host.strip("[]"), int(port), (slash + path).rstrip("/")
 
 
+class _Refused(Exception):
+    """A start-up the options make impossible: said on stderr, exit status USAGE_ERROR."""
+
+
 def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int:
     """Serve the proxy until stopped (or COMMAND ends); ``around``: what a caller adds."""
     parts = urlsplit(args.upstream)
@@ -203,6 +207,68 @@ def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int
         print(f"[conformance proxy {stamp(started)}] {text}", flush=True)
 
     contract = Contract(profile=args.profile)
+    judging = _judging(args, contract, around, started)  # forked before any thread
+    # From here a Ctrl-C or SIGTERM asks for an orderly stop, even one that arrives before the
+    # proxy listens: the start-up goes on, then stops at once, writing its reports.
+    stopping = _stop_on_signals()
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        judging.process.kill()
+        print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        relays, fallback = _start_beside(args, contract, judging, line)
+    except _Refused as exc:
+        judging.process.kill()
+        print(f"conformance proxy: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    on_seen = around.seen(judging) if around else judging.seen
+    forwarder = Forwarder(
+        args.upstream, on_seen, listen_path=path, timeout=args.timeout, fallback=fallback
+    )
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}{path}"
+    server = _serve(around.app(forwarder) if around else forwarder, sock)
+    line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
+    for said in around.lines(url) if around else []:
+        line(said)
+    if command and not stopping.is_set():
+        status = _run(command, url, line)
+    else:
+        status = _wait_for_signal(stopping)
+    code, summary = _wind_down(server, relays, fallback, judging, status, args.fail_on)
+    line(f"stopped: {summary}; exit status {code}")
+    return code
+
+
+def _wind_down(
+    server: Any,
+    relays: list[Relay],
+    fallback: MockFallback | None,
+    judging: JudgeProcess,
+    status: int,
+    fail_on: str,
+) -> tuple[int, str]:
+    """Stop serving, then what ran beside; the judge judges what is queued and writes the
+    reports: (exit status, summary line)."""
+    server.should_exit = True
+    server_thread = getattr(server, "thread", None)
+    if server_thread is not None:
+        server_thread.join(timeout=10)
+    for each in relays:
+        each.stop()
+    if fallback is not None:
+        fallback.stop()
+    found = [finding for each in relays for finding in each.findings]
+    return judging.stop(status, fail_on, found)
+
+
+def _judging(
+    args: argparse.Namespace, contract: Contract, around: Around | None, started: float
+) -> JudgeProcess:
+    """The judge's process, started (forked: before any thread), and how it writes the
+    reports when it stops."""
 
     def make_session() -> ProxySession:
         judge = (around.make_judge if around else Judge)(contract, args.upstream)
@@ -220,70 +286,40 @@ def command_proxy(args: argparse.Namespace, around: Around | None = None) -> int
         if args.har is not None and session.har is not None:
             session.har.write(args.har)
 
-    judging = JudgeProcess(make_session, write_reports).start()  # forked before any thread
-    # From here a Ctrl-C or SIGTERM asks for an orderly stop, even one that arrives before the
-    # proxy listens: the start-up goes on, then stops at once, writing its reports.
-    stopping = _stop_on_signals()
-    try:
-        sock = _bind(host, port)
-    except OSError as exc:
-        judging.process.kill()
-        print(f"conformance proxy: cannot listen on {args.listen}: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+    return JudgeProcess(make_session, write_reports).start()
+
+
+def _start_beside(
+    args: argparse.Namespace,
+    contract: Contract,
+    judging: JudgeProcess,
+    line: Callable[[str], None],
+) -> tuple[list[Relay], MockFallback | None]:
+    """What runs beside the proxy, started: the webhook relays (``--relay-to``) and the
+    bundled mock of ``--fallback-mock``; :class:`_Refused` (nothing left running) when one
+    cannot start."""
     try:
         relays = build_relays(args, judging.relayed if args.har else None)
     except ValueError as exc:
-        judging.process.kill()
-        print(f"conformance proxy: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        raise _Refused(str(exc)) from None
     try:
         for each in relays:
             each.start()
             line(f"relaying webhooks: deliveries to {each.url} are judged and forwarded to "
                  f"{args.relay_to}")  # fmt: skip
     except RuntimeError as exc:
-        judging.process.kill()
-        print(f"conformance proxy: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    fallback = None
-    if args.fallback_mock:
-        try:
-            fallback = MockFallback(contract, args.upstream, timeout=args.timeout).start()
-        except RuntimeError as exc:
-            judging.process.kill()
-            for each in relays:
-                each.stop()
-            print(f"conformance proxy: --fallback-mock: {exc}", file=sys.stderr)
-            return USAGE_ERROR
-        line(f"fallback: operations the upstream lacks are answered by the bundled mock at "
-             f"{fallback.base_url}, sandbox {fallback.sandbox}")  # fmt: skip
-    on_seen = around.seen(judging) if around else judging.seen
-    forwarder = Forwarder(
-        args.upstream, on_seen, listen_path=path, timeout=args.timeout, fallback=fallback
-    )
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}{path}"
-    server = _serve(around.app(forwarder) if around else forwarder, sock)
-    line(f"listening on {url}, forwarding to {args.upstream} (profile {args.profile})")
-    for said in around.lines(url) if around else []:
-        line(said)
-    if command and not stopping.is_set():
-        status = _run(command, url, line)
-    else:
-        status = _wait_for_signal(stopping)
-    server.should_exit = True
-    server_thread = getattr(server, "thread", None)
-    if server_thread is not None:
-        server_thread.join(timeout=10)
-    for each in relays:
-        each.stop()
-    if fallback is not None:
-        fallback.stop()
-    found = [finding for each in relays for finding in each.findings]
-    code, summary = judging.stop(status, args.fail_on, found)
-    line(f"stopped: {summary}; exit status {code}")
-    return code
+        raise _Refused(str(exc)) from None
+    if not args.fallback_mock:
+        return relays, None
+    try:
+        fallback = MockFallback(contract, args.upstream, timeout=args.timeout).start()
+    except RuntimeError as exc:
+        for each in relays:
+            each.stop()
+        raise _Refused(f"--fallback-mock: {exc}") from None
+    line(f"fallback: operations the upstream lacks are answered by the bundled mock at "
+         f"{fallback.base_url}, sandbox {fallback.sandbox}")  # fmt: skip
+    return relays, fallback
 
 
 def _bind(host: str, port: int) -> socket.socket:

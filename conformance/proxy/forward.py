@@ -177,41 +177,63 @@ class Forwarder:
         named = _connection_names(raw)
         forwarded = [(k, v) for k, v in raw if k.lower() not in named]
         length = next((v for k, v in forwarded if k.lower() == b"content-length"), None)
-        chunked = any(k.lower() == b"transfer-encoding" and b"chunked" in v.lower() for k, v in raw)
         kept = _Kept(self.keep)
-        content: bytes | AsyncIterator[bytes]
-        if length is not None and length.isdigit() and int(length) <= self.keep:
-            content = await _read_all(receive)
-            kept.add(content)
-        elif length is not None or chunked:
-            content = _stream(receive, kept)
-        else:
-            content = b""
-        client = self._client()
+        content = await self._content(receive, raw, length, kept)
         started = time.perf_counter()
         try:
-            response = await client.send(
+            response = await self._client().send(
                 method, url[len(self.origin) :], forwarded, content, length=length is not None
             )
         except UpstreamError as exc:
             self.unreachable += 1
             await _plain(send, 502, f"conformance proxy: the upstream did not answer: {exc!r}\n")
             return
-        if self.fallback is not None and response.status_code in self.fallback.statuses:
-            seen = Seen(
-                method=method,
-                url=url,
-                request_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw],
-                request_body=kept.bytes(),
-                status=response.status_code,
-                response_headers=[],
-                response_body=b"",
-                elapsed=0.0,
-                request_whole=kept.whole,
-            )
-            if await self.fallback(seen, response, send):
-                self.on_seen(seen)
-                return
+        seen = Seen(
+            method=method,
+            url=url,
+            request_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw],
+            request_body=kept.bytes(),
+            status=response.status_code,
+            response_headers=[],
+            response_body=b"",
+            elapsed=0.0,
+            request_whole=kept.whole,
+        )
+        fallback = self.fallback
+        if (
+            fallback is not None
+            and response.status_code in fallback.statuses
+            and await fallback(seen, response, send)
+        ):
+            self.on_seen(seen)
+            return
+        body = await self._answer(send, response)
+        done = time.perf_counter()
+        seen.response_headers = [
+            (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers
+        ]
+        seen.response_body, seen.response_whole = body.bytes(), body.whole
+        seen.elapsed, seen.total = done - started, done - arrived
+        self.on_seen(seen)
+
+    async def _content(
+        self, receive: Any, raw: list[tuple[bytes, bytes]], length: bytes | None, kept: _Kept
+    ) -> bytes | AsyncIterator[bytes]:
+        """The request's body to send on: read whole when its length is declared and no more
+        than the proxy keeps, else streamed as it arrives (what is kept of it goes to
+        ``kept``)."""
+        chunked = any(k.lower() == b"transfer-encoding" and b"chunked" in v.lower() for k, v in raw)
+        if length is not None and length.isdigit() and int(length) <= self.keep:
+            content = await _read_all(receive)
+            kept.add(content)
+            return content
+        if length is not None or chunked:
+            return _stream(receive, kept)
+        return b""
+
+    async def _answer(self, send: Any, response: Response) -> _Kept:
+        """The upstream's answer passed on to the client (hop-by-hop headers aside; a body
+        that came whole, a small one as a rule, in one message); what was kept of its body."""
         body = _Kept(self.keep)
         try:
             hop = _connection_names(response.headers)
@@ -220,30 +242,13 @@ class Forwarder:
                 {"type": "http.response.start", "status": response.status_code, "headers": headers}
             )
             last = False
-            while not last:  # a body that came whole (a small one, as a rule) is sent at once
+            while not last:
                 chunk, last = await response.read(self.timeout)
                 body.add(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": not last})
         finally:
             response.close()
-        done = time.perf_counter()
-        self.on_seen(
-            Seen(
-                method=method,
-                url=url,
-                request_headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw],
-                request_body=kept.bytes(),
-                status=response.status_code,
-                response_headers=[
-                    (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers
-                ],
-                response_body=body.bytes(),
-                elapsed=done - started,
-                total=done - arrived,
-                request_whole=kept.whole,
-                response_whole=body.whole,
-            )
-        )
+        return body
 
 
 def _connection_names(headers: list[tuple[bytes, bytes]]) -> frozenset[bytes]:

@@ -170,33 +170,7 @@ class IdempotentReplay(SequenceJudge):
                 )
             return {}
         if first.failed:
-            if seen.ok:  # a success now holds the key
-                self.firsts.put(key, _First(fingerprint, ex.status, _resource(ex), False))
-            reused = ex.status == 409 and _reason(ex) == "idempotency_key_reused"
-            replayed = (
-                first.status == 400  # an answer that names what was wrong with the first
-                and seen.valid
-                and fingerprint != first.fingerprint
-                and ex.status == first.status
-                and digest(ex.response_body) == first.answer
-            )  # the first failure's very answer, to another valid request: the key was held
-            found = (
-                []
-                if not (reused or replayed)
-                else [
-                    Finding.of(
-                        "idempotency-failed-call-frees-key",
-                        "deployment",
-                        f"the call with this Idempotency-Key first failed ({first.status}); "
-                        f"a later call with another body answered {ex.answered}"
-                        + (" idempotency_key_reused" if reused else ", the first answer again")
-                        + ": the failed call held its key",
-                        ex,
-                        self.QUOTE,
-                    )
-                ]
-            )
-            return {"idempotency-failed-call-frees-key": found}
+            return self._after_failure(seen, key, first, fingerprint)
         if fingerprint != first.fingerprint or first.resource is None:
             return {}  # another request under the key: the contract's answer is inferred
         again = _resource(ex)
@@ -216,6 +190,40 @@ class IdempotentReplay(SequenceJudge):
                 )
             ]
         }
+
+    def _after_failure(
+        self,
+        seen: Observed,
+        key: tuple[str | None, str],
+        first: _First,
+        fingerprint: tuple[str, str, str],
+    ) -> dict[str, list[Finding]]:
+        """A call under a key whose first call failed: the failure must have freed the key
+        (neither ``idempotency_key_reused`` nor the first failure's answer again)."""
+        ex = seen.exchange
+        if seen.ok:  # a success now holds the key
+            self.firsts.put(key, _First(fingerprint, ex.status, _resource(ex), False))
+        reused = ex.status == 409 and _reason(ex) == "idempotency_key_reused"
+        replayed = (
+            first.status == 400  # an answer that names what was wrong with the first
+            and seen.valid
+            and fingerprint != first.fingerprint
+            and ex.status == first.status
+            and digest(ex.response_body) == first.answer
+        )  # the first failure's very answer, to another valid request: the key was held
+        if not (reused or replayed):
+            return {"idempotency-failed-call-frees-key": []}
+        finding = Finding.of(
+            "idempotency-failed-call-frees-key",
+            "deployment",
+            f"the call with this Idempotency-Key first failed ({first.status}); "
+            f"a later call with another body answered {ex.answered}"
+            + (" idempotency_key_reused" if reused else ", the first answer again")
+            + ": the failed call held its key",
+            ex,
+            self.QUOTE,
+        )
+        return {"idempotency-failed-call-frees-key": [finding]}
 
 
 def _resource(exchange: Exchange) -> str | None:
@@ -268,22 +276,7 @@ class CursorWalk(SequenceJudge):
             if before is None:
                 return {}  # a cursor this proxy did not see issued
             if before.bound != bound:
-                verdicts["pagination-cursors"] = (
-                    []
-                    if not seen.ok
-                    else [
-                        Finding.of(
-                            "pagination-cursors",
-                            "deployment",
-                            f"a cursor issued for {_query_text(before.bound)} was sent with "
-                            f"{_query_text(bound)} and answered {ex.status}; a cursor is bound to "
-                            "its query (400 expected)",
-                            ex,
-                            self.quote,
-                        )
-                    ]
-                )
-                return verdicts
+                return {"pagination-cursors": self._rebound(seen, before, bound)}
         body = ex.json()
         if ex.status != 200 or not isinstance(body, dict) or not field_name:
             return verdicts
@@ -314,6 +307,23 @@ class CursorWalk(SequenceJudge):
                 after, judged = frozenset(), False
             self.cursors.put((seen.caller, op.operation_id, following), _Page(bound, after, judged))
         return verdicts
+
+    def _rebound(self, seen: Observed, before: _Page, bound: tuple[Any, ...]) -> list[Finding]:
+        """A cursor sent with another query than it was issued for: must be refused."""
+        if not seen.ok:
+            return []
+        ex = seen.exchange
+        return [
+            Finding.of(
+                "pagination-cursors",
+                "deployment",
+                f"a cursor issued for {_query_text(before.bound)} was sent with "
+                f"{_query_text(bound)} and answered {ex.status}; a cursor is bound to "
+                "its query (400 expected)",
+                ex,
+                self.quote,
+            )
+        ]
 
     def _page(self, body: dict[str, Any], ex: Exchange) -> list[Finding]:
         """One page's own rules: ``nextCursor`` null or a non-empty cursor, and ``hasMore``
