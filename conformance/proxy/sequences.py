@@ -138,6 +138,7 @@ class _First:
     resource: str | None
     failed: bool
     answer: str = ""  # a digest of the first answer's body (a failure's error body)
+    valid: bool = True  # the first request was valid against the contract
 
 
 class IdempotentReplay(SequenceJudge):
@@ -166,7 +167,8 @@ class IdempotentReplay(SequenceJudge):
             if ex.status < 500:
                 answer = digest(ex.response_body)
                 self.firsts.put(
-                    key, _First(fingerprint, ex.status, _resource(ex), not seen.ok, answer)
+                    key,
+                    _First(fingerprint, ex.status, _resource(ex), not seen.ok, answer, seen.valid),
                 )
             return {}
         if first.failed:
@@ -205,7 +207,8 @@ class IdempotentReplay(SequenceJudge):
             self.firsts.put(key, _First(fingerprint, ex.status, _resource(ex), False))
         reused = ex.status == 409 and _reason(ex) == "idempotency_key_reused"
         replayed = (
-            first.status == 400  # an answer that names what was wrong with the first
+            first.status == 400  # an answer that names what was wrong with the first,
+            and not first.valid  # a request the contract refuses: no valid one earns it
             and seen.valid
             and fingerprint != first.fingerprint
             and ex.status == first.status

@@ -338,3 +338,44 @@ def test_the_har_is_bounded_and_holds_no_secret(tmp_path: Path):
 def test_usage_errors(tmp_path: Path, listen: str):
     status, output, _ = wrapped("http://127.0.0.1:9", tmp_path, ["--listen", listen], ["true"])
     assert status == 2 and "--listen must be HOST:PORT" in output
+
+
+async def _refusing_projects(request: Request) -> Response:
+    """A deployment that refuses every project for a reason of its own, in the same words."""
+    await request.body()
+    body = b'{"success":false,"error":"projects are closed today","code":"invalid_request"}'
+    return Response(
+        body,
+        status_code=400,
+        media_type="application/json",
+        headers={"x-request-id": f"req_{uuid.uuid4().hex}"},
+    )
+
+
+def test_the_same_refusal_of_two_valid_calls_under_one_key_is_no_finding(tmp_path: Path):
+    """idempotency-failed-call-frees-key judges a failed call's answer seen again only when the
+    first call was one the contract refuses: two valid calls under one key may both be refused
+    for the same reason of the deployment's (a false finding in CI, against the faithful mock's
+    editVideo), while an invalid first call's answer given to a valid one says the key was held."""
+    upstream = Starlette(routes=[Route("/v1/projects", _refusing_projects, methods=["POST"])])
+    with Served(upstream) as served, Proxy(served.base_url, tmp_path, *FULL) as proxy:
+        for title in ("first", "second"):
+            answered = httpx.post(
+                proxy.url + "/v1/projects",
+                json={"title": title},
+                headers={**AUTH, "Idempotency-Key": "same-key"},
+            )
+            assert answered.status_code == 400
+        held = httpx.post(
+            proxy.url + "/v1/projects",
+            json={"title": ""},  # the contract refuses it: minLength 1
+            headers={**AUTH, "Idempotency-Key": "other-key"},
+        )
+        assert held.status_code == 400
+        httpx.post(
+            proxy.url + "/v1/projects",
+            json={"title": "valid"},
+            headers={**AUTH, "Idempotency-Key": "other-key"},
+        )
+    rules = [f["rule"] for f in proxy.report["findings"] if f["side"] == "deployment"]
+    assert rules.count("idempotency-failed-call-frees-key") == 1, proxy.output
