@@ -40,8 +40,8 @@ from http.client import HTTPConnection
 from pathlib import Path
 
 from wrkmix import (  # bench/wrkmix.py
+    HERE,
     LISTS,
-    MIX,
     ON_CPU_0,
     ON_CPU_1,
     OWNER,
@@ -63,19 +63,16 @@ CLIENT_THREADS = 8
 BATCHES = 5
 MIB = 1024 * 1024
 
-# wrk script: GET each path given (after the run's prefix, unused) in turn, keeping the first
-# bodies of non-2xx answers as bench/mix.lua does; its done() is mix.lua's own, so that
-# wrkmix.run_wrk and read_figures read it.
+# wrk script: GET each path given (after the run's prefix, unused) in turn; what it reports
+# (non-2xx answers with samples, the MIX lines wrkmix.run_wrk and read_figures read) is
+# bench/wrkreport.lua's, as bench/mix.lua's is.
 READS_LUA = (
     f'local AUTH = "Bearer {OWNER}"\n'
+    + f'dofile("{HERE / "wrkreport.lua"}")\n'
     + r"""
-local MAX_SAMPLES = 3
 local threads = {}
 local paths = {}
 local slot = 0
-non2xx = 0
-statuses = {}
-samples = {}
 
 function setup(thread)
   threads[#threads + 1] = thread
@@ -92,19 +89,10 @@ function request()
   return wrk.format("GET", paths[slot], { ["Authorization"] = AUTH }, nil)
 end
 
-function response(status, headers, body)
-  if status < 200 or status > 299 then
-    non2xx = non2xx + 1
-    statuses[status] = (statuses[status] or 0) + 1
-    if #samples < MAX_SAMPLES then
-      samples[#samples + 1] = status .. " " .. string.sub(body or "", 1, 200)
-    end
-  end
+function done(summary, latency, requests)
+  report(threads, summary, latency)
 end
-
 """
-    + "function done("
-    + MIX.read_text().partition("function done(")[2]
 )
 
 Request = tuple[str, str, bytes | None, dict[str, str]]

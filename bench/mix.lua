@@ -23,7 +23,6 @@ local LISTS = {
   "/v1/campaigns?limit=20", "/v1/projects?limit=20", "/v1/jobs?limit=20",
   "/v1/products?limit=20", "/v1/campaigns?limit=20", "/v1/projects?limit=20",
 }
-local MAX_SAMPLES = 3
 
 local threads = {}
 local prefix, jobs, pages
@@ -31,10 +30,8 @@ local counts = { L = 0, P = 0, C = 0, J = 0, K = 0 }
 local slot = 0
 local get_headers = { ["Authorization"] = AUTH }
 
--- state read back by done() through thread:get
-non2xx = 0
-statuses = {}
-samples = {}
+-- response() and the MIX lines done() prints: bench/wrkreport.lua
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "wrkreport.lua")
 
 local function split(text)
   local out = {}
@@ -102,32 +99,6 @@ function request()
   return wrk.format("GET", path, get_headers, nil)
 end
 
-function response(status, headers, body)
-  if status < 200 or status > 299 then
-    non2xx = non2xx + 1
-    statuses[status] = (statuses[status] or 0) + 1
-    if #samples < MAX_SAMPLES then
-      samples[#samples + 1] = status .. " " .. string.sub(body or "", 1, 200)
-    end
-  end
-end
-
 function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("MIX requests=%d\n", summary.requests))
-  io.write(string.format("MIX duration_us=%d\n", summary.duration))
-  io.write(string.format("MIX p50_us=%d\n", latency:percentile(50)))
-  io.write(string.format("MIX p99_us=%d\n", latency:percentile(99)))
-  io.write(string.format("MIX socket_errors=%d\n", e.connect + e.read + e.write + e.timeout))
-  local total = 0
-  for _, thread in ipairs(threads) do
-    total = total + thread:get("non2xx")
-    for status, count in pairs(thread:get("statuses")) do
-      io.write(string.format("MIX status_%d=%d\n", status, count))
-    end
-    for _, sample in ipairs(thread:get("samples")) do
-      io.write("MIX sample=" .. string.gsub(sample, "[\r\n]", " ") .. "\n")
-    end
-  end
-  io.write(string.format("MIX non2xx=%d\n", total))
+  report(threads, summary, latency)
 end

@@ -10,15 +10,13 @@
 local READS = { "/v1/projects?limit=20", "/v1/campaigns?limit=20", "/v1/capabilities" }
 -- R: read, C: create (8 + 2 = 10)
 local SCHEDULE = { "R", "R", "R", "R", "C", "R", "R", "R", "R", "C" }
-local MAX_SAMPLES = 3
 
 local threads = {}
 local prefix, keys
 local slot, reads, creates, sent = 0, 0, 0, 0
 
-non2xx = 0
-statuses = {}
-samples = {}
+-- response() and the MIX lines done() prints: bench/wrkreport.lua
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "wrkreport.lua")
 
 function setup(thread)
   threads[#threads + 1] = thread
@@ -47,32 +45,6 @@ function request()
   return wrk.format("GET", READS[reads % #READS + 1], { ["Authorization"] = auth }, nil)
 end
 
-function response(status, headers, body)
-  if status < 200 or status > 299 then
-    non2xx = non2xx + 1
-    statuses[status] = (statuses[status] or 0) + 1
-    if #samples < MAX_SAMPLES then
-      samples[#samples + 1] = status .. " " .. string.sub(body or "", 1, 200)
-    end
-  end
-end
-
 function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format("MIX requests=%d\n", summary.requests))
-  io.write(string.format("MIX duration_us=%d\n", summary.duration))
-  io.write(string.format("MIX p50_us=%d\n", latency:percentile(50)))
-  io.write(string.format("MIX p99_us=%d\n", latency:percentile(99)))
-  io.write(string.format("MIX socket_errors=%d\n", e.connect + e.read + e.write + e.timeout))
-  local total = 0
-  for _, thread in ipairs(threads) do
-    total = total + thread:get("non2xx")
-    for status, count in pairs(thread:get("statuses")) do
-      io.write(string.format("MIX status_%d=%d\n", status, count))
-    end
-    for _, sample in ipairs(thread:get("samples")) do
-      io.write("MIX sample=" .. string.gsub(sample, "[\r\n]", " ") .. "\n")
-    end
-  end
-  io.write(string.format("MIX non2xx=%d\n", total))
+  report(threads, summary, latency)
 end
