@@ -110,9 +110,7 @@ class Runtime:
         self.secrets = secrets or SecretBox(data_key(store))
         self.faults = Faults()
         reader = JsonReader(limits)
-        self.journal = (
-            SharedJournal(reader, store) if store is not None and store.shared else Journal(reader)
-        )
+        self.journal: Journal = Journal(reader)
         self.validators: dict[str, OperationValidator] = validators or compile_all(self.contract)
         self.scheduler = Scheduler(self)
         self.clock.on_change(lambda _now: self.scheduler.tick(force=True))
@@ -121,6 +119,8 @@ class Runtime:
         self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
         self._commit_listeners: list[CommitListener] = []
         self.replica = Replica(self, store) if store is not None else None
+        if self.replica is not None and self.replica.shared:
+            self.journal = SharedJournal(reader, store, self.replica.journal)
         if store is not None and not store.shared:
             self.delivery.release_claims()  # this process is the file's only one
 

@@ -43,7 +43,7 @@ from mockserver.platform.auth import Caller
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.errors import ApiError
 from mockserver.platform.jsonbody import JsonReader, unread_encoding
-from mockserver.store.base import StoreError
+from mockserver.store.base import JournalRow, StoreError
 
 if TYPE_CHECKING:
     from mockserver.store.sql import SqlWorld
@@ -350,52 +350,54 @@ class SharedJournal(Journal):
     and the table is UNLOGGED; a journal is a record, not state), made after their answers
     are complete and before they are sent (:meth:`written`), so ``seq`` follows the order the
     requests were answered and a reader on any worker finds a request once its answer has
-    arrived. A request alone costs one round trip (~0.2 ms measured, one worker on a 2-core
-    machine); requests answered together share it, as their catch-up is shared
-    (store/replica.py). It is not folded into the request's own write: most requests write
-    nothing, and a write retried after a conflict would journal twice. The bound is kept on
-    reading (the newest ``size`` rows of the world, one indexed scan), and the rows past it
-    are deleted once every ``TRIM_EVERY`` writes of a process (~0.65 ms each), so the table
-    holds at most about ``size`` + ``TRIM_EVERY`` x workers rows a world. Rendering is
-    :class:`Journal`'s, on the entries read back.
+    arrived. That INSERT is part of the turn's one round trip to the store (``send``:
+    store/replica.py), with the catch-up of the requests that arrived in the turn, so a
+    request costs less than a statement of its own. It is not folded into the request's own
+    write: most requests write nothing, and a write retried after a conflict would journal
+    twice. The bound is kept on reading (the newest ``size`` rows of the world, one indexed
+    scan), and the rows past it are deleted once every ``TRIM_EVERY`` turns that journalled
+    (~0.65 ms each), so the table holds at most about ``size`` + ``TRIM_EVERY`` x workers rows
+    a world. Rendering is :class:`Journal`'s, on the entries read back.
 
     Rows that cannot be written (the database is down) are lost, and logged: the answers
     stand.
     """
 
-    def __init__(self, reader: JsonReader, store: SqlWorld, size: int = JOURNAL_SIZE) -> None:
+    def __init__(
+        self,
+        reader: JsonReader,
+        store: SqlWorld,
+        send: Callable[[JournalRow], asyncio.Future[None]],
+        size: int = JOURNAL_SIZE,
+    ) -> None:
         super().__init__(reader, size)
         self._store = store
+        self._send = send
         self._size = size
         self._writes = 0
-        self._pending: list[tuple[str, bytes | None, bytes | None]] = []
-        self._flushed: asyncio.Future[None] | None = None
+        self._sent: asyncio.Future[None] | None = None  # the round trip carrying the last row
 
     def record(self, entry: Entry) -> None:
         request_body = entry.request_body if isinstance(entry.request_body, bytes) else None
         response_body = entry.response_body if isinstance(entry.response_body, bytes) else None
-        self._pending.append((_meta(entry), request_body, response_body))
-        if self._flushed is None:
-            loop = asyncio.get_running_loop()
-            self._flushed = loop.create_future()
-            # After the requests already waiting to run in this turn have recorded theirs.
-            loop.call_soon(self._flush, self._flushed)
+        sent = self._send((_meta(entry), request_body, response_body))
+        if sent is not self._sent:  # the first row of a round trip
+            self._sent = sent
+            sent.add_done_callback(self._trim)
 
     async def written(self) -> None:
-        if self._flushed is not None:
+        if self._sent is not None:
             # shield: a request that goes away does not cancel the others' write.
-            await asyncio.shield(self._flushed)
+            await asyncio.shield(self._sent)
 
-    def _flush(self, done: asyncio.Future[None]) -> None:
-        rows, self._pending, self._flushed = self._pending, [], None
+    def _trim(self, _sent: asyncio.Future[None]) -> None:
+        self._writes += 1
+        if self._writes % TRIM_EVERY:
+            return
         try:
-            self._store.journal_add(rows)
-            self._writes += 1
-            if self._writes % TRIM_EVERY == 0:
-                self._store.journal_trim(self._size)
+            self._store.journal_trim(self._size)
         except StoreError as error:
-            log.error("%d requests not journalled: %s", len(rows), error)
-        done.set_result(None)
+            log.error("the journal's old entries not trimmed: %s", error)
 
     @property
     def latest_seq(self) -> int:

@@ -23,6 +23,11 @@ class SchemaError(StoreError):
     """The store was written by a kit with another schema and cannot be opened as it is."""
 
 
+# One answered request as the journal of a shared store keeps it (platform/journal.py):
+# its entry's fields but the bodies (JSON), the request's body, the response's body.
+JournalRow = tuple[str, bytes | None, bytes | None]
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
     """One document as a store holds it: its key, value (None: deleted) and place in order."""

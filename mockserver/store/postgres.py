@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from mockserver.store.base import StoreError, Write
+from mockserver.store.base import JournalRow, StoreError, Write
 from mockserver.store.sql import BUMP, UPSERT, Dialect, SqlStore, conflict, rows_of
 
 # The world's write lock (store/replica.py): a session-level advisory lock that a process
@@ -92,23 +92,42 @@ FLUSH = (
 # The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
 CHECKED_BUMP = "WITH bumped AS (" + BUMP + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
 
+
 # Requests counted in fixed windows, several identities at once (``n`` requests each): the
 # count after them, which may pass the limit (every request past it is refused, and a count
-# over the limit refuses the same as limit + 1 would), and the window's start.
-RATE_HITS = (
-    "INSERT INTO rate_buckets AS b (world, identity, window_start, count)"
-    " SELECT %(world)s, t.i, %(now)s, t.n FROM unnest(%(identities)s::text[], %(hits)s::bigint[])"
-    " AS t(i, n) ON CONFLICT (world, identity) DO UPDATE SET"
-    " window_start = CASE WHEN %(now)s >= b.window_start + %(window)s THEN %(now)s"
-    " ELSE b.window_start END,"
-    " count = CASE WHEN %(now)s >= b.window_start + %(window)s THEN excluded.count"
-    " ELSE b.count + excluded.count END"
-    " RETURNING identity, window_start, count"
-)
+# over the limit refuses the same as limit + 1 would), and the window's start. [after: more
+# FROM items: "locked" counts them only once the journal's lock is held, below]
+def _rate_hits(after: str = "") -> str:
+    return (
+        "INSERT INTO rate_buckets AS b (world, identity, window_start, count)"
+        " SELECT %(world)s, t.i, %(now)s, t.n FROM unnest(%(identities)s::text[],"
+        " %(hits)s::bigint[]) AS t(i, n)" + after + " ON CONFLICT (world, identity) DO UPDATE SET"
+        " window_start = CASE WHEN %(now)s >= b.window_start + %(window)s THEN %(now)s"
+        " ELSE b.window_start END,"
+        " count = CASE WHEN %(now)s >= b.window_start + %(window)s THEN excluded.count"
+        " ELSE b.count + excluded.count END"
+        " RETURNING identity, window_start, count"
+    )
+
+
+RATE_HITS = _rate_hits()
+# Journal rows of one turn of a process's loop, in one statement. The world's advisory lock,
+# held to the statement's commit, makes the store's numbers follow the commits: a reader that
+# saw entry n never later finds an entry below n appear (``after`` loses nothing). A lone row
+# is bound as values (~0.1-0.15 ms measured; unnest's arrays cost ~0.25 ms more); several
+# as arrays in binary (20 rows: ~0.45 ms; 2 ms as text).
+JOURNAL_LOCKED = "locked AS (SELECT pg_advisory_xact_lock(%(lock)s, hashtext(%(world)s)))"
+JOURNAL_INSERT = "INSERT INTO journal (world, meta, request_body, response_body)"
+JOURNAL_ROWS = {  # [several]
+    False: JOURNAL_INSERT + " SELECT %(world)s, %(meta)s, %(request)s, %(response)s FROM locked",
+    True: JOURNAL_INSERT + " SELECT %(world)s, t.m, t.q, t.r FROM locked,"
+    " unnest(%(metas)b::text[], %(requests)b::bytea[], %(responses)b::bytea[])"
+    " WITH ORDINALITY AS t(m, q, r, n) ORDER BY t.n",
+}
+JOURNAL_ADD = {several: f"WITH {JOURNAL_LOCKED} {rows}" for several, rows in JOURNAL_ROWS.items()}
 # The catch-up (sql.CATCH_UP) and the counts of the requests it is made for, in one statement
 # (a data-modifying WITH runs once; its rows come back as arrays on every row).
-CATCH_UP_COUNTING = (
-    "WITH hit AS (" + RATE_HITS + "),"
+_CAUGHT_UP = (
     " counted AS (SELECT array_agg(identity) AS i, array_agg(window_start) AS s,"
     " array_agg(count) AS c FROM hit)"
     " SELECT w.rev, w.epoch, d.key, d.doc, d.ord, counted.i, counted.s, counted.c"
@@ -116,21 +135,16 @@ CATCH_UP_COUNTING = (
     " LEFT JOIN docs d ON d.world = w.id AND d.rev > %(rev)s WHERE w.id = %(world)s"
     " ORDER BY d.ord"
 )
-# Journal rows of one turn of a process's loop, in one statement. The world's advisory lock,
-# held to the statement's commit, makes the store's numbers follow the commits: a reader that
-# saw entry n never later finds an entry below n appear (``after`` loses nothing). A lone row
-# is bound as values (~0.1-0.15 ms measured; unnest's arrays cost ~0.25 ms more); several
-# as arrays in binary (20 rows: ~0.45 ms; 2 ms as text).
-JOURNAL_LOCKED = "WITH locked AS (SELECT pg_advisory_xact_lock(%s, hashtext(%s)))"
-JOURNAL_ADD_ONE = (
-    JOURNAL_LOCKED + " INSERT INTO journal (world, meta, request_body, response_body)"
-    " SELECT %s, %s, %s, %s FROM locked"
-)
-JOURNAL_ADD = (
-    JOURNAL_LOCKED + " INSERT INTO journal (world, meta, request_body, response_body)"
-    " SELECT %s, t.m, t.q, t.r FROM locked,"
-    " unnest(%b::text[], %b::bytea[], %b::bytea[]) WITH ORDINALITY AS t(m, q, r, n) ORDER BY t.n"
-)
+CATCH_UP_COUNTING = "WITH hit AS (" + RATE_HITS + ")," + _CAUGHT_UP
+# A turn's one round trip (store/replica.py): its journal rows, and the catch-up and counts of
+# the requests that arrived in it. The counts wait for the journal's lock (a FROM item), so
+# every statement that takes both takes the lock first, and two never wait for each other.
+# [several journal rows]
+ROUND_TRIP = {
+    several: f"WITH {JOURNAL_LOCKED}, journalled AS ({JOURNAL_ROWS[several]}),"
+    f" hit AS ({_rate_hits(', locked')}),{_CAUGHT_UP}"
+    for several in (False, True)
+}
 JOURNAL_LOCK = 0x6A726E6C  # "jrnl", with the world's hash
 CONNECT_TIMEOUT = 5  # seconds to reach the server before a request answers 503
 SCHEMA_LOCK = 0x6D6F636B  # "mock": held while one process makes or migrates the schema
@@ -145,6 +159,17 @@ def _counting(world: str, hits: dict[str, int], now: float, window: int) -> dict
         "identities": identities,
         "hits": [hits[identity] for identity in identities],
     }
+
+
+def _journalled(world: str, rows: list[JournalRow]) -> dict[str, Any]:
+    """JOURNAL_ROWS' parameters: one row's values, or several rows' columns."""
+    if len(rows) == 1:
+        meta, request, response = rows[0]
+        return {"lock": JOURNAL_LOCK, "world": world, "meta": meta, "request": request,
+                "response": response}  # fmt: skip
+    metas, requests, responses = (list(column) for column in zip(*rows, strict=True))
+    return {"lock": JOURNAL_LOCK, "world": world, "metas": metas, "requests": requests,
+            "responses": responses}  # fmt: skip
 
 
 def redacted(url: str) -> str:
@@ -348,16 +373,22 @@ class PostgresDialect(Dialect):
         return {identity: (float(start), int(count)) for identity, start, count in found}
 
     def catch_up_counting(
-        self, world: str, rev: int, hits: dict[str, int], now: float, window: int
+        self,
+        world: str,
+        rev: int,
+        hits: dict[str, int],
+        now: float,
+        window: int,
+        journal: list[JournalRow] | None = None,
     ) -> list[tuple[Any, ...]]:
-        return self.execute(CATCH_UP_COUNTING, {**_counting(world, hits, now, window), "rev": rev})
+        params = {**_counting(world, hits, now, window), "rev": rev}
+        if not journal:
+            return self.execute(CATCH_UP_COUNTING, params)
+        several = len(journal) > 1
+        return self.execute(ROUND_TRIP[several], {**params, **_journalled(world, journal)})
 
-    def journal_add(self, world: str, rows: list[tuple[str, bytes | None, bytes | None]]) -> None:
-        if len(rows) == 1:
-            self.execute(JOURNAL_ADD_ONE, (JOURNAL_LOCK, world, world, *rows[0]))
-            return
-        metas, requests, responses = (list(column) for column in zip(*rows, strict=True))
-        self.execute(JOURNAL_ADD, (JOURNAL_LOCK, world, world, metas, requests, responses))
+    def journal_add(self, world: str, rows: list[JournalRow]) -> None:
+        self.execute(JOURNAL_ADD[len(rows) > 1], _journalled(world, rows))
 
     def rate_buckets(self, world: str) -> dict[str, tuple[float, int]]:
         found = self.execute(

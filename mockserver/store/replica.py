@@ -44,7 +44,7 @@ from mockserver.platform.documents import DocKey, place
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.faults import Faults
 from mockserver.platform.ratelimit import WINDOW_SECONDS
-from mockserver.store.base import Conflict, Delta, StoreError, Write
+from mockserver.store.base import Conflict, Delta, JournalRow, StoreError, Write
 from mockserver.store.sql import SqlWorld
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ SYNC_ATTEMPTS = (
     100  # runs of a unit of work that cannot await (it takes no lock: see retrying_sync)
 )
 JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
+JOURNAL_WAITS = 0  # turns of the loop a round trip with only journal rows waits for arrivals
 BUSY_SECONDS = 1.0  # other processes wrote to the world within this long: its writes contend
 
 
@@ -75,7 +76,7 @@ class Replica:
         self.epoch = UNKNOWN
         self._written: dict[DocKey, Any] = {}  # runtime documents as the store has them
         self._clock_written: datetime | None = None
-        self._batch: _Batch | None = None  # the catch-up the requests of this turn wait for
+        self._turn: _Turn | None = None  # this turn of the event loop's round trip
         self._lock = _WriteLock(store)
         self._others_at = -BUSY_SECONDS  # when it last found that others had written
         self._open()
@@ -116,38 +117,73 @@ class Replica:
 
     async def catch_up_together(self, counting: str | None) -> None:
         """:meth:`catch_up` for an API request, made once for every request that reaches this
-        point in the same turn of the event loop (those that arrived together): one statement
-        catches up and counts each of them (``counting``: its rate-limit identity, or None).
-        Each request is then served on the world as of that statement, which was made after
-        it arrived. A failure of the store fails each of them."""
+        point in the same turn of the event loop (those that arrived together), in the turn's
+        one round trip (:meth:`journal`): one statement catches up and counts each of them
+        (``counting``: its rate-limit identity, or None). Each request is then served on the
+        world as of that statement, which was made after it arrived. A failure of the store
+        fails each of them."""
         if not self.shared:
             return
-        batch = self._batch
-        if batch is None:
-            batch = self._batch = _Batch(asyncio.get_running_loop().create_future())
-            # After the requests already waiting to run in this turn have joined.
-            asyncio.get_running_loop().call_soon(self._catch_up_batch, batch)
-        index = batch.join(counting)
-        # shield: a request that goes away (cancelled) does not cancel the others' batch.
-        counted = await asyncio.shield(batch.done)
+        turn = self._turn_now()
+        index = turn.join(counting)
+        # shield: a request that goes away (cancelled) does not cancel the others' turn.
+        counted = await asyncio.shield(turn.caught)
         self.rt.rate.counted = counted[index] if counting is not None else None
 
-    def _catch_up_batch(self, batch: _Batch) -> None:
-        self._batch = None
+    def journal(self, row: JournalRow) -> asyncio.Future[None]:
+        """Journal an answered request (platform/journal.py SharedJournal) in this turn's
+        round trip, with the catch-up of the requests that arrived in it: done when written
+        (or, the store failing, logged as lost: the answers stand)."""
+        turn = self._turn_now()
+        turn.journal.append(row)
+        return turn.journalled
+
+    def _turn_now(self) -> _Turn:
+        turn = self._turn
+        if turn is None:
+            loop = asyncio.get_running_loop()
+            turn = self._turn = _Turn(loop.create_future(), loop.create_future())
+            # After the requests already waiting to run in this turn have joined.
+            loop.call_soon(self._round_trip, turn)
+        return turn
+
+    def _round_trip(self, turn: _Turn) -> None:
+        """The turn's one statement: its journal rows, and the catch-up (with rate counts) of
+        the requests that joined it; or, when none joined, the rows alone."""
+        if not turn.identities and turn.waits < JOURNAL_WAITS:
+            turn.waits += 1  # answers only: give requests arriving now a turn to join it
+            asyncio.get_running_loop().call_soon(self._round_trip, turn)
+            return
+        self._turn = None
+        rows = turn.journal
         try:
-            if batch.hits:
+            if not turn.identities:
+                self.store.journal_add(rows)
+            elif turn.hits or rows:
                 now = self.rt.clock.timestamp()
                 delta, after = self.store.catch_up_counting(
-                    self.rev, self.epoch, batch.hits, now, WINDOW_SECONDS
+                    self.rev, self.epoch, turn.hits, now, WINDOW_SECONDS, rows
                 )
+                self._apply_delta(delta)
             else:
                 delta, after = self.store.catch_up(self.rev, self.epoch), {}
-            if delta is not None:
-                self._apply(delta)
-        except BaseException as exc:  # the store failed: every request of the batch answers so
-            batch.done.set_exception(exc)
+                self._apply_delta(delta)
+        except BaseException as exc:  # the store failed: every request of the turn answers so
+            if rows:
+                log.error("%d requests not journalled: %s", len(rows), exc)
+            turn.journalled.set_result(None)
+            if turn.identities:
+                turn.caught.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
             return
-        batch.done.set_result(batch.counts(after))
+        turn.journalled.set_result(None)
+        if turn.identities:
+            turn.caught.set_result(turn.counts(after))
+
+    def _apply_delta(self, delta: Delta | None) -> None:
+        if delta is not None:
+            self._apply(delta)
 
     def _apply(self, delta: Delta) -> None:
         rt = self.rt
@@ -408,13 +444,21 @@ class _Unit:
 _unit: ContextVar[_Unit | None] = ContextVar("mockserver_unit", default=None)
 
 
-class _Batch:
-    """The requests that wait for one catch-up, with their rate-limit identities."""
+class _Turn:
+    """One turn of the event loop's round trip to the store: the requests that wait for its
+    catch-up, with their rate-limit identities, and the journal rows of those answered."""
 
-    def __init__(self, done: asyncio.Future[list[tuple[str, float, int] | None]]) -> None:
-        self.done = done
+    def __init__(
+        self,
+        caught: asyncio.Future[list[tuple[str, float, int] | None]],
+        journalled: asyncio.Future[None],
+    ) -> None:
+        self.caught = caught
+        self.journalled = journalled
         self.identities: list[str | None] = []
-        self.hits: dict[str, int] = {}  # identity -> requests of it in the batch
+        self.hits: dict[str, int] = {}  # identity -> requests of it in the turn
+        self.journal: list[JournalRow] = []
+        self.waits = 0  # turns it waited for requests to join it (JOURNAL_WAITS)
 
     def join(self, identity: str | None) -> int:
         self.identities.append(identity)

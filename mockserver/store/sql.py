@@ -23,7 +23,15 @@ from typing import Any
 import orjson
 
 from mockserver.platform.documents import DocKey
-from mockserver.store.base import Conflict, Delta, Row, SchemaError, StoreError, Write
+from mockserver.store.base import (
+    Conflict,
+    Delta,
+    JournalRow,
+    Row,
+    SchemaError,
+    StoreError,
+    Write,
+)
 
 SCHEMA_VERSION = 2
 ORD_STRIDE = 1 << 20  # ords of one write: (rev * stride) + its position in the write
@@ -280,11 +288,18 @@ class SqlWorld:
         self.db.rate_reset(self.id, identity)  # type: ignore[attr-defined]
 
     def catch_up_counting(
-        self, rev: int, epoch: int, hits: dict[str, int], now: float, window: int
+        self,
+        rev: int,
+        epoch: int,
+        hits: dict[str, int],
+        now: float,
+        window: int,
+        journal: list[JournalRow] | None = None,
     ) -> tuple[Delta | None, dict[str, tuple[float, int]]]:
         """:meth:`catch_up`, and requests counted in the shared buckets (:meth:`rate_hits`), in
-        one statement (PostgreSQL): the delta, and each identity's (window start, count)."""
-        rows = self.db.catch_up_counting(self.id, rev, hits, now, window)  # type: ignore[attr-defined]
+        one statement (PostgreSQL): the delta, and each identity's (window start, count). With
+        ``journal``, those rows are journalled by the same statement (:meth:`journal_add`)."""
+        rows = self.db.catch_up_counting(self.id, rev, hits, now, window, journal)  # type: ignore[attr-defined]
         if not rows:
             raise StoreError(f"{self.store.describe}: world {self.id!r} is gone")
         identities, starts, counts = (column or () for column in rows[0][5:8])
@@ -336,7 +351,7 @@ class SqlWorld:
 
     # -- the request journal (platform/journal.py SharedJournal) ----------------------------
 
-    def journal_add(self, rows: list[tuple[str, bytes | None, bytes | None]]) -> None:
+    def journal_add(self, rows: list[JournalRow]) -> None:
         """Journal answered requests, in order: (meta, request body, response body) each, in
         one statement (PostgreSQL), numbered store-wide after every entry already visible."""
         self.db.journal_add(self.id, rows)  # type: ignore[attr-defined]

@@ -160,13 +160,17 @@ def test_a_sandbox_has_its_own_shared_journal(pair):
 
 def test_requests_answered_together_are_each_journalled_once(pair):
     """Many requests at once on both processes (those a process answers in one turn of its
-    loop are written together): every one is shown once, from either process."""
+    loop are written together, in the same round trip as the catch-up and rate counts of the
+    requests that arrived in it): every one is shown once, from either process, and each was
+    counted once in the caller's one bucket."""
     a, b = pair
     with ThreadPoolExecutor(max_workers=16) as pool:
         answers = list(
             pool.map(lambda n: (a, b)[n % 2].get("/v1/channels", headers=OWNER), range(64))
         )
     sent = {answer.headers["x-request-id"] for answer in answers}
+    remaining = sorted(int(answer.headers["x-ratelimit-remaining"]) for answer in answers)
+    assert remaining == list(range(remaining[0], remaining[0] + len(answers)))
     for reader in (a, b):
         shown = journal(reader, limit=BOUND)["requests"]
         assert sorted(e["requestId"] for e in shown) == sorted(sent)
