@@ -43,7 +43,7 @@ from mockserver.platform.validation import MISSING
 from mockserver.registry import Binding
 from mockserver.runtime import Runtime
 from mockserver.store import StoreError
-from mockserver.store.replica import retrying
+from mockserver.store.base import Counted
 
 CLIENT_GONE = 499  # the status journalled for a request whose client went away
 log = logging.getLogger("mockserver")
@@ -148,6 +148,7 @@ class Passage:
     preferred: prefer.Preferred | prefer.Refused | None = None
     rate: RateState | None = None
     caller: Caller | None = None
+    counted: Counted | None = None  # the rate count made with the catch-up, when one was
     raw: bytes | None = None  # the body's bytes, once read
     replayed: bool = False
 
@@ -214,9 +215,9 @@ class Dispatcher:
         """With a store other processes share: caught up with them, in the same round trip as
         the caller's rate-limit count (when the caller can be told beforehand), once for the
         requests that arrived together."""
-        if rt.replica is not None and rt.replica.shared:
-            identity = self.counted_identity(rt, passage.op, passage.request)
-            await rt.replica.catch_up_together(identity)
+        passage.counted = await rt.persistence.catch_up_together(
+            lambda: self.counted_identity(rt, passage.op, passage.request)
+        )
 
     async def fault_before_auth(self, passage: Passage, rt: Runtime) -> None:
         """Step 3: time-driven state brought up to now; an injected fault's delay; a fault, or
@@ -248,7 +249,7 @@ class Dispatcher:
         caller = passage.caller = authenticate(
             rt.world, headers.get("authorization"), rt.faults.credential_store
         )
-        rate = passage.rate = rt.rate.hit(rt.seams.rate_identity(caller))
+        rate = passage.rate = rt.rate.hit(rt.seams.rate_identity(caller), passage.counted)
         if not rate.allowed:
             raise rt.rate.refusal(rate)
         rt.seams.check_workspace_slug(caller, headers.get("x-workspace-slug"))
@@ -293,13 +294,12 @@ class Dispatcher:
         other processes share the store); with an Idempotency-Key, held for the key and
         replayed when it was answered before."""
         binding = self.bindings[passage.found().operation_id]
-        transact = self._transact if rt.replica is None else self.transact
         if key is None:
-            response, _ = await transact(rt, binding, call, None, "")
+            response, _ = await self.transact(rt, binding, call, None, "")
             return response
         assert passage.caller is not None
         async with rt.seams.hold_key(rt.idempotency, passage.caller.workspace_id, key):
-            response, passage.replayed = await transact(rt, binding, call, key, print_)
+            response, passage.replayed = await self.transact(rt, binding, call, key, print_)
         return response
 
     async def respond(
@@ -385,7 +385,7 @@ class Dispatcher:
         another process sharing the store wrote first, it runs again on what that process
         wrote (store/replica.py): the replay, say, of the same Idempotency-Key.
         """
-        return await retrying(rt, lambda: self._transact(rt, binding, call, key, print_))
+        return await rt.persistence.retrying(lambda: self._transact(rt, binding, call, key, print_))
 
     async def _transact(
         self, rt: Runtime, binding: Binding, call: Call, key: str | None, print_: str

@@ -16,6 +16,7 @@ from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
 from mockserver.platform.cursors import CursorCodec
 from mockserver.platform.delivery import DeliveryWorker
 from mockserver.platform.documents import DocKey
+from mockserver.platform.envelope import iso_z
 from mockserver.platform.faults import Fault, Faults
 from mockserver.platform.idempotency import Idempotency
 from mockserver.platform.journal import Journal, SharedJournal
@@ -27,8 +28,9 @@ from mockserver.platform.transactions import Transaction, active, clone, transac
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.seams import Seams
 from mockserver.settings import Settings
-from mockserver.store.base import StoreError
-from mockserver.store.replica import Replica, retrying_sync
+from mockserver.store.base import Persistence, StoreError
+from mockserver.store.memory import InMemory
+from mockserver.store.replica import RATE_LIMIT, Replica
 from mockserver.store.sql import SqlWorld
 from mockserver.world import World
 
@@ -118,9 +120,11 @@ class Runtime:
         self.clock.on_change(lambda _now: self.delivery.wake())
         self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
         self._commit_listeners: list[CommitListener] = []
-        self.replica = Replica(self, store) if store is not None else None
-        if self.replica is not None and self.replica.shared:
-            self.journal = SharedJournal(reader, store, self.replica.journal)
+        self.persistence: Persistence = InMemory()
+        if store is not None:
+            replica = self.persistence = Replica(self, store, self.clock)
+            if store.shared:
+                self.journal = SharedJournal(reader, store, replica.journal)
         if store is not None and not store.shared:
             self.delivery.release_claims()  # this process is the file's only one
 
@@ -150,31 +154,57 @@ class Runtime:
         """Take a whole world read from a store (outside any transaction)."""
         self.world = self._keyed(self.seams.world(data, seed=self.settings.seed))
 
+    def runtime_documents(self, shared: bool) -> dict[DocKey, Any]:
+        """The state outside the world that a store keeps with it, as documents
+        (store/replica.py): the manual clock's time, the faults, a limit set through the
+        control plane, and (``shared``: other processes tick too) the scheduler's next due
+        time."""
+        documents: dict[DocKey, Any] = {
+            ("meta", "faults"): self.faults.dump(),
+            RATE_LIMIT: self.rate.changed_limit,
+        }
+        if isinstance(self.clock, ManualClock):
+            documents["meta", "clock"] = iso_z(self.clock.now())
+        if shared:
+            documents["meta", "due"] = self.scheduler.next_due
+        return documents
+
+    def learned(self, documents: dict[DocKey, Any]) -> None:
+        """Take the documents of :meth:`runtime_documents` that another process wrote."""
+        for key, value in documents.items():
+            if key == ("meta", "clock") and isinstance(self.clock, ManualClock) and value:
+                self.clock.rewind(parse_time(value))
+            elif key == ("meta", "faults") and value is not None:
+                self.faults.load(value)
+            elif key == RATE_LIMIT:
+                self.rate.set_limit(value)
+            elif key == ("meta", "due"):
+                self.scheduler.next_due = value
+
     def catch_up(self) -> None:
         """Before a unit of work (a request, a tick, a delivery step): with a store other
         processes share, bring in what they wrote (store/replica.py)."""
-        if self.replica is not None:
-            self.replica.catch_up()
+        self.persistence.catch_up()
 
     def take_fault(self, operation_id: str | None, path: str) -> Fault | None:
         """The first live fault matching a request, used up by one (kept in the store, so
         that a fault for N requests fires N times across every process)."""
-        replica = self.replica
-        if replica is None or not self.faults.rules:
-            return self.faults.take(operation_id, path)
+        if not self.faults.rules:
+            return None
+        persistence = self.persistence
 
         def take() -> Fault | None:
             before = self.faults.dump()
             fault = self.faults.take(operation_id, path)
             if fault is not None:
                 try:
-                    replica.keep_runtime_state()
+                    persistence.keep_runtime_state()
                 except StoreError:
                     self.faults.load(before)
                     raise
             return fault
 
-        return retrying_sync(self, take)
+        return persistence.retrying_sync(take)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -195,8 +225,8 @@ class Runtime:
                 yield
                 if self._commit_listeners:
                     self._committing(tx, world)
-                if self.replica is not None:  # the store, last: its write may fail (Conflict)
-                    self.replica.committed(frozenset(tx.changed()), self.world is not world)
+                # The store, last: its write may fail (Conflict).
+                self.persistence.committed(frozenset(tx.changed()), self.world is not world)
         except BaseException:
             self.world = world
             if moment is not None and self.clock.now() != moment:

@@ -33,7 +33,6 @@ from mockserver.platform.jsonbody import JsonReader
 from mockserver.platform.validation import Validated, compile_all
 from mockserver.runtime import Runtime
 from mockserver.store import StoreError
-from mockserver.store.replica import retrying
 
 log = logging.getLogger("mockserver.control")
 
@@ -157,7 +156,7 @@ class ControlPlane:
                         result = await result
                     response = json_response(200, {"success": True, **result})
                 else:
-                    response = await retrying(rt, lambda: self.transact(op, rt, valid))
+                    response = await rt.persistence.retrying(lambda: self.transact(op, rt, valid))
         except ApiError as error:
             response = error_response(error)
         except StoreError as error:

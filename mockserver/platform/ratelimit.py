@@ -57,16 +57,14 @@ class RateLimiter:
         self.clock = clock
         self._windows: dict[str, tuple[float, int]] = {}  # identity -> (window start, count)
         self.shared = shared
-        # The count the store made for this request with its catch-up (identity, window start,
-        # the count with this request).
-        self.counted: tuple[str, float, int] | None = None
 
-    def hit(self, identity: str) -> RateState:
+    def hit(self, identity: str, counted: tuple[str, float, int] | None = None) -> RateState:
         """Count one request. A refused request takes nothing from the window: in memory it is
-        not counted; in shared buckets any count past the limit refuses alike."""
+        not counted; in shared buckets any count past the limit refuses alike. ``counted``:
+        the count the store made for this request with its catch-up (identity, window start,
+        the count with this request), used when it was made for ``identity``."""
         now = self.clock.timestamp()
         if self.shared is not None:
-            counted, self.counted = self.counted, None
             if counted is not None and counted[0] == identity:
                 start, count = counted[1], counted[2]
             else:

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mockserver.store.replica import retrying_sync
-
 if TYPE_CHECKING:
     from mockserver.runtime import Runtime
 
@@ -52,7 +50,7 @@ class Scheduler:
         self._running = True
         try:
             # Run again, caught up, when another process sharing the store wrote first.
-            self.next_due = retrying_sync(self.runtime, lambda: self._run(now))
+            self.next_due = self.runtime.persistence.retrying_sync(lambda: self._run(now))
         finally:
             self._running = False
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mockserver.platform.documents import DocKey
+
+T = TypeVar("T")
+Counted = tuple[str, float, int]  # a request's rate-limit identity, window start, count with it
 
 
 class StoreError(Exception):
@@ -86,4 +89,42 @@ class WorldStore(Protocol):
 
     def secret(self, name: str, make: Callable[[], bytes]) -> bytes:
         """A key kept with the world (cursor, id, data keys), made once."""
+        ...
+
+
+class Persistence(Protocol):
+    """How a runtime's world is kept, as the runtime and the dispatcher use it without asking
+    which: in this process only (memory.py :class:`~mockserver.store.memory.InMemory`), or
+    written through to a SQL store and caught up from it (replica.py
+    :class:`~mockserver.store.replica.Replica`). A unit of work (a request, a tick, a delivery
+    step) catches up, runs as a transaction through :meth:`retrying` or
+    :meth:`retrying_sync` (which own running it again after a conflict), and the
+    transaction's end calls :meth:`committed`."""
+
+    shared: bool  # other processes write to the same world
+
+    def catch_up(self) -> None:
+        """Bring in what other processes wrote (nothing to do unless ``shared``)."""
+        ...
+
+    async def catch_up_together(self, identity: Callable[[], str | None]) -> Counted | None:
+        """:meth:`catch_up` for an API request, shared with the requests that arrived with it,
+        counting it under ``identity()`` in the shared rate buckets (its count; None when
+        nothing was counted)."""
+        ...
+
+    def committed(self, changed: frozenset[DocKey], replaced: bool) -> None:
+        """A transaction is ending: keep what it changed (:class:`Conflict`: undo it)."""
+        ...
+
+    def keep_runtime_state(self) -> None:
+        """Keep runtime state changed outside any transaction (a fault used up)."""
+        ...
+
+    async def retrying(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` (a transaction that may await) until it is not in conflict."""
+        ...
+
+    def retrying_sync(self, work: Callable[[], T]) -> T:
+        """Run ``work`` (a transaction that cannot await) until it is not in conflict."""
         ...

@@ -36,24 +36,21 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from mockserver.platform.clock import ManualClock, parse_time
+from mockserver.platform.clock import Clock
 from mockserver.platform.documents import DocKey, place
-from mockserver.platform.envelope import iso_z
-from mockserver.platform.faults import Faults
 from mockserver.platform.ratelimit import WINDOW_SECONDS
-from mockserver.store.base import Conflict, Delta, JournalRow, StoreError, Write
+from mockserver.store.base import Conflict, Counted, Delta, JournalRow, StoreError, Write
 from mockserver.store.sql import SqlWorld
 
 if TYPE_CHECKING:
-    from mockserver.runtime import Runtime
+    from mockserver.world import World
 
 log = logging.getLogger("mockserver")
 UNKNOWN = -1
-NO_FAULTS = Faults().dump()
 RATE_LIMIT: DocKey = ("meta", "rate-limit")
+UNWRITTEN = object()  # a runtime document the store does not hold yet
 T = TypeVar("T")
 OPTIMISTIC_ATTEMPTS = 3  # runs outside the lock, each caught up after the last conflicted
 LOCKED_ATTEMPTS = 10  # runs under the write lock (a second when a first, optimistic write of
@@ -67,15 +64,39 @@ JOURNAL_WAITS = 0  # turns of the loop a round trip with only journal rows waits
 BUSY_SECONDS = 1.0  # other processes wrote to the world within this long: its writes contend
 
 
+class Host(Protocol):
+    """What a replica keeps for (runtime.py's Runtime): the world, and the runtime's state
+    outside it, as documents."""
+
+    @property
+    def world(self) -> World: ...
+
+    def replace_world(self, data: dict[str, Any]) -> None:
+        """Take a whole world read from the store (outside any transaction)."""
+        ...
+
+    def runtime_documents(self, shared: bool) -> dict[DocKey, Any]:
+        """The runtime state outside the world as it is now, as documents (the ``meta`` ones
+        of the module's description; ``shared``: with the scheduler's next due time)."""
+        ...
+
+    def learned(self, documents: dict[DocKey, Any]) -> None:
+        """Take runtime documents another process wrote (or the store held at start)."""
+        ...
+
+
 class Replica:
-    def __init__(self, rt: Runtime, store: SqlWorld) -> None:
-        self.rt = rt
+    """The world of ``host`` written through to ``store`` (see the module): the store's
+    implementation of :class:`~mockserver.store.base.Persistence`."""
+
+    def __init__(self, host: Host, store: SqlWorld, clock: Clock) -> None:
+        self.host = host
         self.store = store
+        self.clock = clock
         self.shared = store.shared
         self.rev = 0
         self.epoch = UNKNOWN
         self._written: dict[DocKey, Any] = {}  # runtime documents as the store has them
-        self._clock_written: datetime | None = None
         self._turn: _Turn | None = None  # this turn of the event loop's round trip
         self._lock = _WriteLock(store)
         self._others_at = -BUSY_SECONDS  # when it last found that others had written
@@ -96,39 +117,25 @@ class Replica:
 
     # -- catching up -------------------------------------------------------------------------
 
-    def catch_up(self, counting: str | None = None) -> None:
+    def catch_up(self) -> None:
         """Before a unit of work: bring this process's world up to what the store holds
-        (others' writes; a SQLite file has no others). With ``counting``, that rate-limit
-        identity's request is counted in the same round trip."""
-        if not self.shared:
-            return
-        rate = self.rt.rate
-        rate.counted = None
-        if counting is None:
-            delta = self.store.catch_up(self.rev, self.epoch)
-        else:
-            now = self.rt.clock.timestamp()
-            delta, counted = self.store.catch_up_counting(
-                self.rev, self.epoch, {counting: 1}, now, WINDOW_SECONDS
-            )
-            rate.counted = (counting, *counted[counting])
-        if delta is not None:
-            self._apply(delta)
+        (others' writes; a SQLite file has no others)."""
+        if self.shared:
+            self._apply_delta(self.store.catch_up(self.rev, self.epoch))
 
-    async def catch_up_together(self, counting: str | None) -> None:
+    async def catch_up_together(self, identity: Callable[[], str | None]) -> Counted | None:
         """:meth:`catch_up` for an API request, made once for every request that reaches this
         point in the same turn of the event loop (those that arrived together), in the turn's
         one round trip (:meth:`journal`): one statement catches up and counts each of them
-        (``counting``: its rate-limit identity, or None). Each request is then served on the
-        world as of that statement, which was made after it arrived. A failure of the store
-        fails each of them."""
+        (``identity``: its rate-limit identity, or None). Each request is then served on the
+        world as of that statement, which was made after it arrived; the answer is its count
+        (platform/ratelimit.py), or None. A failure of the store fails each of them."""
         if not self.shared:
-            return
+            return None
         turn = self._turn_now()
-        index = turn.join(counting)
+        index = turn.join(identity())
         # shield: a request that goes away (cancelled) does not cancel the others' turn.
-        counted = await asyncio.shield(turn.caught)
-        self.rt.rate.counted = counted[index] if counting is not None else None
+        return (await asyncio.shield(turn.caught))[index]
 
     def journal(self, row: JournalRow) -> asyncio.Future[None]:
         """Journal an answered request (platform/journal.py SharedJournal) in this turn's
@@ -160,7 +167,7 @@ class Replica:
             if not turn.identities:
                 self.store.journal_add(rows)
             elif turn.hits or rows:
-                now = self.rt.clock.timestamp()
+                now = self.clock.timestamp()
                 delta, after = self.store.catch_up_counting(
                     self.rev, self.epoch, turn.hits, now, WINDOW_SECONDS, rows
                 )
@@ -186,45 +193,33 @@ class Replica:
             self._apply(delta)
 
     def _apply(self, delta: Delta) -> None:
-        rt = self.rt
+        host = self.host
+        learned: dict[DocKey, Any] = {}
         if delta.whole:
             tree: dict[str, Any] = {}
-            runtime = {}
             for row in delta.rows:
                 if row.key[0] == "meta":
-                    runtime[row.key] = row.value
+                    learned[row.key] = row.value
                 else:
                     place(tree, row.key, row.value)
-            rt.replace_world(tree)
+            host.replace_world(tree)
             self._written = {}
-            runtime.setdefault(RATE_LIMIT, None)  # a whole world without one: the start-up limit
-            for key, value in runtime.items():
-                self._load_runtime(key, value)
+            learned.setdefault(RATE_LIMIT, None)  # a whole world without one: the start-up limit
         else:
             if delta.rows:
                 self._others_at = time.monotonic()
-            world = rt.world
+            world = host.world
             for row in delta.rows:
                 if row.key[0] == "meta":
-                    self._load_runtime(row.key, row.value)
+                    learned[row.key] = row.value
                 elif row.value is None:
                     world.drop_document(row.key)
                 else:
                     world.put_document(row.key, row.value)
         self.rev, self.epoch = delta.rev, delta.epoch
-
-    def _load_runtime(self, key: DocKey, value: Any) -> None:
-        rt = self.rt
-        self._written[key] = value
-        if key == ("meta", "clock") and isinstance(rt.clock, ManualClock) and value:
-            rt.clock.rewind(parse_time(value))
-            self._clock_written = rt.clock.now()
-        elif key == ("meta", "faults") and value is not None:
-            rt.faults.load(value)
-        elif key == RATE_LIMIT:
-            rt.rate.set_limit(value)
-        elif key == ("meta", "due") and self.shared:
-            rt.scheduler.next_due = value
+        if learned:
+            self._written.update(learned)
+            host.learned(learned)
 
     # -- the world's write lock ----------------------------------------------------------------
 
@@ -266,7 +261,7 @@ class Replica:
 
     def _write(self, *, whole: bool, changed: frozenset[DocKey]) -> None:
         runtime = self._runtime_changes(whole)
-        world = self.rt.world
+        world = self.host.world
         if whole:
             docs = list(world.documents().items())
         else:
@@ -298,29 +293,51 @@ class Replica:
         if not flush:
             unit.writes += 1  # type: ignore[union-attr]
         self._written.update(runtime)
-        if isinstance(self.rt.clock, ManualClock):
-            self._clock_written = self.rt.clock.now()
 
     def _runtime_changes(self, whole: bool) -> dict[DocKey, Any]:
         """The runtime documents that differ from what the store has (all of them: whole)."""
-        rt = self.rt
-        found: dict[DocKey, Any] = {}
-        clock = rt.clock
-        if isinstance(clock, ManualClock) and (whole or clock.now() != self._clock_written):
-            found["meta", "clock"] = iso_z(clock.now())
-        written = self._written.get(("meta", "faults"))
-        if whole or rt.faults.active or written is None or written != NO_FAULTS:
-            faults = rt.faults.dump()
-            if whole or written != faults:
-                found["meta", "faults"] = faults
-        limit = rt.rate.changed_limit
-        if whole or self._written.get(RATE_LIMIT) != limit:
-            found[RATE_LIMIT] = limit
-        if self.shared:
-            due = rt.scheduler.next_due
-            if whole or ("meta", "due") not in self._written or self._written["meta", "due"] != due:
-                found["meta", "due"] = due
-        return found
+        written = self._written
+        return {
+            key: value
+            for key, value in self.host.runtime_documents(self.shared).items()
+            if whole or written.get(key, UNWRITTEN) != value
+        }
+
+    # -- running units of work ---------------------------------------------------------------
+
+    def retrying_sync(self, work: Callable[[], T]) -> T:
+        """Run ``work`` (a transaction that cannot await: a tick, a delivery step); after a
+        conflict, catch up and run it again. It takes no lock (waiting for one would block the
+        event loop): its run is short, and writing units of work of other processes, which
+        write only under the world's write lock, rarely land in it."""
+        for attempt in range(SYNC_ATTEMPTS):
+            try:
+                return work()
+            except Conflict:
+                if attempt == SYNC_ATTEMPTS - 1:
+                    raise
+                self.catch_up()
+        raise AssertionError("unreachable")
+
+    async def retrying(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` (a transaction that may await) on the world as this process knows it;
+        after a conflict, caught up, again, up to OPTIMISTIC_ATTEMPTS runs in all; then under
+        the world's write lock (:meth:`locked`), so that it does not conflict again."""
+        for attempt in range(OPTIMISTIC_ATTEMPTS):
+            unit = _Unit(held=False)
+            token = _unit.set(unit)
+            try:
+                result = await work()
+            except Conflict:
+                if attempt < OPTIMISTIC_ATTEMPTS - 1:
+                    self.catch_up()
+                continue
+            finally:
+                _unit.reset(token)
+            if unit.writes:
+                await self.store.flushed()
+            return result
+        return await self.locked(work)
 
 
 class _WriteLock:
@@ -490,44 +507,4 @@ def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:
     return 0, 0
 
 
-def retrying_sync(rt: Runtime, work: Callable[[], T]) -> T:
-    """Run ``work`` (a transaction that cannot await: a tick, a delivery step); after a
-    conflict, catch up and run it again. It takes no lock (waiting for one would block the
-    event loop): its run is short, and writing units of work of other processes, which write
-    only under the world's write lock, rarely land in it."""
-    for attempt in range(SYNC_ATTEMPTS):
-        try:
-            return work()
-        except Conflict:
-            if rt.replica is None or attempt == SYNC_ATTEMPTS - 1:
-                raise
-            rt.replica.catch_up()
-    raise AssertionError("unreachable")
-
-
-async def retrying(rt: Runtime, work: Callable[[], Awaitable[T]]) -> T:
-    """Run ``work`` (a transaction that may await) on the world as this process knows it;
-    after a conflict, caught up, again, up to OPTIMISTIC_ATTEMPTS runs in all; then under the
-    world's write lock (:meth:`Replica.locked`), so that it does not conflict again."""
-    replica = rt.replica
-    for attempt in range(OPTIMISTIC_ATTEMPTS):
-        unit = _Unit(held=False)
-        token = _unit.set(unit)
-        try:
-            result = await work()
-        except Conflict:
-            if replica is None:
-                raise
-            if attempt < OPTIMISTIC_ATTEMPTS - 1:
-                replica.catch_up()
-            continue
-        finally:
-            _unit.reset(token)
-        if unit.writes and replica is not None:
-            await replica.store.flushed()
-        return result
-    assert replica is not None
-    return await replica.locked(work)
-
-
-__all__ = ["Replica", "StoreError", "retrying", "retrying_sync"]
+__all__ = ["Host", "Replica", "StoreError"]

@@ -33,7 +33,6 @@ from mockserver.platform.delivery.records import SUBSCRIPTIONS, deliveries
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.tls import tls_context
 from mockserver.platform.transactions import plain
-from mockserver.store.replica import retrying_sync
 
 if TYPE_CHECKING:
     from mockserver.runtime import Runtime
@@ -161,7 +160,7 @@ class DeliveryWorker:
         """Claim the deliveries due now and start an attempt for each (in a session: with a
         shared store, one process claims a delivery, and the others leave it)."""
         started = []
-        for token, record in retrying_sync(self.rt, self._claim_due):
+        for token, record in self.rt.persistence.retrying_sync(self._claim_due):
             # A fresh context: an attempt never joins the transaction of whoever started it.
             task = asyncio.get_running_loop().create_task(
                 self._attempt(record["id"], token), context=contextvars.Context()
@@ -248,7 +247,7 @@ class DeliveryWorker:
         still holds it (not after a reset, a restore or another process's takeover)."""
         rt = self.rt
         rt.catch_up()
-        record = retrying_sync(rt, lambda: self._live_or_cancel(delivery_id, token))
+        record = rt.persistence.retrying_sync(lambda: self._live_or_cancel(delivery_id, token))
         if record is None:
             return
         attempt = Attempt(number=len(record["attempts"]) + 1, sent_at=rt.clock.now())
@@ -262,7 +261,7 @@ class DeliveryWorker:
                     del current["_claim"]
                     self._record(current, attempt)
 
-        retrying_sync(rt, record_result)
+        rt.persistence.retrying_sync(record_result)
 
     async def _make(self, record: dict[str, Any], attempt: Attempt) -> None:
         """Sign and send one attempt, and note on ``attempt`` what came of it (never raises:
