@@ -230,7 +230,9 @@ class Dispatcher:
             await asyncio.sleep(fault.delay_ms / 1000)
         if fault is not None and fault.before_auth:
             raise fault.error()  # type: ignore[misc]
-        preferred = passage.preferred = prefer.requested(rt, op, passage.request.headers)
+        preferred = passage.preferred = prefer.requested(
+            rt.contract, op, passage.request.headers, control_plane=rt.settings.control_plane
+        )
         if preferred is not None and (preferred.before_auth or op.public):
             raise preferred.error()
 

@@ -8,13 +8,14 @@ import secrets as secrets_
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from mockserver.contract import Contract, default_contract
 from mockserver.fixtures import build_world, load_fixtures
 from mockserver.platform.clock import Clock, ManualClock, make_clock, parse_time
 from mockserver.platform.cursors import CursorCodec
 from mockserver.platform.delivery import DeliveryWorker
+from mockserver.platform.delivery.worker import Attempting
 from mockserver.platform.documents import DocKey
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.faults import Fault, Faults
@@ -35,6 +36,7 @@ from mockserver.store.sql import SqlWorld
 from mockserver.world import World
 
 DEFAULT_START = "2026-11-20T09:00:00Z"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,20 +115,39 @@ class Runtime:
         self.faults = Faults()
         reader = JsonReader(limits)
         self.journal: Journal = Journal(reader)
+        self.persistence: Persistence = InMemory()  # a store's replica once the rest is built
         self.validators: dict[str, OperationValidator] = validators or compile_all(self.contract)
-        self.scheduler = Scheduler(self)
+        self.scheduler = Scheduler(self.clock, self.unit_of_work, self)  # tickers get self
         self.clock.on_change(lambda _now: self.scheduler.tick(force=True))
-        self.delivery = DeliveryWorker(self)  # started by the app (or sandbox) in its loop
+        self.delivery = self._delivery_worker()  # started by the app (or sandbox) in its loop
         self.clock.on_change(lambda _now: self.delivery.wake())
         self.sandboxes: Any = None  # the default runtime's SandboxManager (sandboxes.py)
         self._commit_listeners: list[CommitListener] = []
-        self.persistence: Persistence = InMemory()
         if store is not None:
             replica = self.persistence = Replica(self, store, self.clock)
             if store.shared:
                 self.journal = SharedJournal(reader, store, replica.journal)
         if store is not None and not store.shared:
-            self.delivery.release_claims()  # this process is the file's only one
+            with self.transaction():  # this process is the file's only one
+                self.delivery.release_claims()
+
+    def _delivery_worker(self) -> DeliveryWorker:
+        attempting = Attempting(
+            self.contract.limits["webhookDelivery"],
+            message=self.seams.delivery_message,
+            retry_status=self.seams.retry_status,
+            open_secret=self.secrets.open,
+            allow_private=self.settings.allow_private_callbacks,
+            lease=self.settings.delivery_lease,
+        )
+        return DeliveryWorker(
+            attempting,
+            self.clock,
+            lambda: self.world,
+            self.unit_of_work,
+            self.catch_up,
+            stored=self.store is not None,
+        )
 
     def _kept_secret(self, name: str, make: Callable[[], bytes]) -> bytes | None:
         """A key kept with the world when a store holds it (so cursors and ids outlive the
@@ -205,6 +226,18 @@ class Runtime:
             return fault
 
         return persistence.retrying_sync(take)
+
+    def unit_of_work(self, work: Callable[[], T]) -> T:
+        """Run ``work`` (it cannot await: a tick, a delivery step) in one transaction; after
+        a conflict with another process's write to the store, caught up, again
+        (store/replica.py: ``retrying_sync``). The services' ``unit_of_work``
+        (platform/transactions.py: ``UnitOfWork``)."""
+
+        def once() -> T:
+            with self.transaction():
+                return work()
+
+        return self.persistence.retrying_sync(once)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

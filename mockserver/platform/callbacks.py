@@ -12,11 +12,29 @@ A refusal is ``400 invalid_request`` naming the field and the rule broken.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from mockserver.call import Call
 from mockserver.platform import urlpolicy
 from mockserver.platform.errors import ApiError, invalid_request
+from mockserver.settings import Settings
+
+
+class Configured(Protocol):
+    """What holds a mock's settings (the runtime)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+
+class UrlCall(Protocol):
+    """What the url checks read of a call (mockserver/call.py's ``Call`` is one): its body,
+    and ``--allow-private-callbacks`` from its runtime's settings."""
+
+    @property
+    def runtime(self) -> Configured: ...
+
+    @property
+    def body(self) -> Any: ...
 
 
 def _refusal(refused: urlpolicy.UrlRefused, field: str) -> ApiError:
@@ -25,7 +43,7 @@ def _refusal(refused: urlpolicy.UrlRefused, field: str) -> ApiError:
     )
 
 
-async def check_url(call: Call, url: str, *, field: str) -> None:
+async def check_url(call: UrlCall, url: str, *, field: str) -> None:
     """Refuse a url the service would not deliver to (400 ``invalid_request``)."""
     try:
         await urlpolicy.resolve_and_check(
@@ -35,7 +53,7 @@ async def check_url(call: Call, url: str, *, field: str) -> None:
         raise _refusal(refused, field) from None
 
 
-async def requested_callback(call: Call) -> dict[str, str] | None:
+async def requested_callback(call: UrlCall) -> dict[str, str] | None:
     """The checked callback of a request body, or None when it asks for none."""
     body: dict[str, Any] = call.body
     if "callbackUrl" not in body:
@@ -44,7 +62,7 @@ async def requested_callback(call: Call) -> dict[str, str] | None:
     return {"url": body["callbackUrl"], "secret": body["callbackSecret"]}
 
 
-def check_fetch_url(call: Call, url: str, *, field: str) -> None:
+def check_fetch_url(call: UrlCall, url: str, *, field: str) -> None:
     """Refuse a url the service would not fetch: HTTPS, no literal private address."""
     try:
         urlpolicy.parse_target(url, allow_private=call.runtime.settings.allow_private_callbacks)

@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mockserver.platform.clock import Clock
 from mockserver.platform.errors import conflict
@@ -30,8 +30,6 @@ from mockserver.platform.scheduler import ticker
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from mockserver.call import Call
-    from mockserver.runtime import Runtime
     from mockserver.world import World
 
 
@@ -40,7 +38,24 @@ def fingerprint(operation_id: str, path_params: dict[str, Any], body: Any) -> st
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def find_replay(call: Call, key: str, print_: str) -> dict[str, Any] | None:
+class KeepsAnswers(Protocol):
+    """What holds a mock's kept answers (the runtime)."""
+
+    @property
+    def idempotency(self) -> Idempotency: ...
+
+
+class KeyedCall(Protocol):
+    """What idempotency reads of a call (mockserver/call.py's ``Call`` is one)."""
+
+    @property
+    def runtime(self) -> KeepsAnswers: ...
+
+    @property
+    def workspace_id(self) -> str: ...
+
+
+def find_replay(call: KeyedCall, key: str, print_: str) -> dict[str, Any] | None:
     """The kept answer a call with this key replays (nothing charged, nothing created), None to
     execute it; 409 for a key reused on another request."""
     return call.runtime.idempotency.lookup(call.workspace_id, key, print_)
@@ -102,5 +117,5 @@ class Idempotency:
 
 
 @ticker("idempotency-sweep")
-def _sweep(rt: Runtime, now: datetime) -> float | None:
+def _sweep(rt: KeepsAnswers, now: datetime) -> float | None:
     return rt.idempotency.sweep()

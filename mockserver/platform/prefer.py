@@ -24,14 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mockserver.contract import Contract, Operation
 from mockserver.platform.errors import ApiError, invalid_request
 from mockserver.platform.faults import error_answer
-
-if TYPE_CHECKING:
-    from mockserver.runtime import Runtime
 
 HEADER = "prefer"
 
@@ -70,20 +66,22 @@ class Preferred:
         )
 
 
-def requested(rt: Runtime, op: Operation, headers: Mapping[str, str]) -> Preferred | Refused | None:
+def requested(
+    contract: Contract, op: Operation, headers: Mapping[str, str], *, control_plane: bool
+) -> Preferred | Refused | None:
     """The answer the request's ``Prefer`` header asks for (None: no ``code=`` preference, or
-    the control plane is off); :class:`Refused` when it asks for one the operation does not
-    state."""
+    the control plane is off: ``control_plane`` false); :class:`Refused` when it asks for one
+    the operation does not state."""
     value = headers.get(HEADER)
-    if value is None or not rt.settings.control_plane:
+    if value is None or not control_plane:
         return None
     try:
-        return _chosen(rt, op, value)
+        return _chosen(contract, op, value)
     except ApiError as refusal:
         return Refused(refusal)
 
 
-def _chosen(rt: Runtime, op: Operation, value: str) -> Preferred | None:
+def _chosen(contract: Contract, op: Operation, value: str) -> Preferred | None:
     preferences = parse(value)
     status_text, reason = preferences.get("code"), preferences.get("reason")
     if status_text is None:
@@ -93,7 +91,7 @@ def _chosen(rt: Runtime, op: Operation, value: str) -> Preferred | None:
                 reason="prefer_without_code",
             )
         return None
-    stated = stated_errors(rt.contract, op)
+    stated = stated_errors(contract, op)
     statuses = sorted(stated)
     if not status_text.isdigit() or int(status_text) not in stated:
         raise invalid_request(

@@ -19,7 +19,6 @@ from mockserver.platform.errors import ApiError
 
 if TYPE_CHECKING:
     from mockserver.contract import Operation
-    from mockserver.runtime import Runtime
 
 WINDOW_SECONDS = 60
 
@@ -155,7 +154,8 @@ class SharedBuckets(Protocol):
         ...
 
 
-def never_counted(rt: Runtime, op: Operation, headers: Mapping[str, str]) -> RateState | None:
+def never_counted(rt: object, op: Operation, headers: Mapping[str, str]) -> RateState | None:
     """A public operation's count: none (``GET /v1/openapi.json`` is never counted, with a key
-    or without), so its answer carries no rate-limit state."""
+    or without), so its answer carries no rate-limit state. ``rt``: the runtime the seam is
+    given (seams.py: ``count_public``), unread here."""
     return None

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from mockserver.runtime import Runtime
+from mockserver.platform.clock import Clock
+from mockserver.platform.transactions import UnitOfWork
 
-Ticker = Callable[["Runtime", datetime], "float | None"]
+# A ticker is given the scheduler's subject (the runtime whose world it ticks) and the moment.
+Ticker = Callable[[Any, datetime], "float | None"]
 _TICKERS: dict[str, Ticker] = {}
 
 
@@ -31,8 +32,12 @@ def ticker(name: str) -> Callable[[Ticker], Ticker]:
 
 
 class Scheduler:
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(self, clock: Clock, unit_of_work: UnitOfWork, subject: object) -> None:
+        """``unit_of_work`` runs a tick as one transaction (retried on the store);
+        ``subject`` is what each ticker is given (the scheduler itself never reads it)."""
+        self._clock = clock
+        self._unit_of_work = unit_of_work
+        self._subject = subject
         self.next_due: float | None = 0.0  # run at the first tick
         self._running = False
 
@@ -42,25 +47,25 @@ class Scheduler:
             self.next_due = when
 
     def tick(self, force: bool = False) -> None:
-        now = self.runtime.clock.now()
+        now = self._clock.now()
         if self._running or (
             not force and (self.next_due is None or now.timestamp() < self.next_due)
         ):
             return
         self._running = True
         try:
-            # Run again, caught up, when another process sharing the store wrote first.
-            self.next_due = self.runtime.persistence.retrying_sync(lambda: self._run(now))
+            # Its own transaction, or the caller's when one is open; run again, caught up,
+            # when another process sharing the store wrote first.
+            self.next_due = self._unit_of_work(lambda: self._run(now))
         finally:
             self._running = False
 
     def _run(self, now: datetime) -> float | None:
         upcoming: list[float] = []
-        with self.runtime.transaction():  # its own, or the caller's when one is open
-            for func in list(_TICKERS.values()):
-                when = func(self.runtime, now)
-                if when is not None:
-                    upcoming.append(when)
+        for func in list(_TICKERS.values()):
+            when = func(self._subject, now)
+            if when is not None:
+                upcoming.append(when)
         return min(upcoming) if upcoming else None
 
     def describe(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any, SupportsIndex
+from typing import Any, Protocol, SupportsIndex, TypeVar
 
 from mockserver.platform.documents import (
     ROOT,
@@ -57,6 +57,16 @@ from mockserver.platform.documents import (
 )
 
 _ABSENT: Any = object()
+T = TypeVar("T")
+
+
+class UnitOfWork(Protocol):
+    """Runs ``work`` in one transaction of the world (joining one open in this context) and
+    owns retrying it on the store: after a conflict with another process's write, caught up,
+    it runs again. ``work`` cannot await (a tick, a delivery step). The runtime gives its
+    services its :meth:`~mockserver.runtime.Runtime.unit_of_work`."""
+
+    def __call__(self, work: Callable[[], T], /) -> T: ...
 
 
 class Transaction:

@@ -12,23 +12,48 @@ attempted by the worker (worker.py); the control plane shows it through :func:`v
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mockserver.platform.delivery import signing
 from mockserver.platform.envelope import iso_z
 
 if TYPE_CHECKING:
-    from mockserver.runtime import Runtime
+    from mockserver.platform.clock import Clock
+    from mockserver.platform.secretbox import SecretBox
+    from mockserver.world import World
 
 SUBSCRIPTIONS = "webhookSubscriptions"  # the collection the webhooks area keeps subscriptions in
 
 
-def deliveries(rt: Runtime) -> dict[str, dict[str, Any]]:
+class Wakes(Protocol):
+    """The delivery worker, as a new delivery sees it: told to look for due work."""
+
+    def wake(self) -> None: ...
+
+
+class Deliverer(Protocol):
+    """What the delivery records read of a mock (the runtime is one): its world, clock, the
+    worker to wake for a new delivery, and the box that opens sealed secrets."""
+
+    @property
+    def world(self) -> World: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def delivery(self) -> Wakes | None: ...
+
+    @property
+    def secrets(self) -> SecretBox: ...
+
+
+def deliveries(rt: Deliverer) -> dict[str, dict[str, Any]]:
     return rt.world.deliveries()
 
 
 def _enqueue(
-    rt: Runtime,
+    rt: Deliverer,
     workspace_id: str,
     *,
     target: str,
@@ -66,7 +91,7 @@ def _enqueue(
 
 
 def enqueue_callback(
-    rt: Runtime, workspace_id: str, job: dict[str, Any], payload: dict[str, Any]
+    rt: Deliverer, workspace_id: str, job: dict[str, Any], payload: dict[str, Any]
 ) -> None:
     _enqueue(
         rt,
@@ -90,7 +115,7 @@ def for_subscriptions(job: dict[str, Any], event: str) -> bool:
 
 
 def enqueue_subscriptions(
-    rt: Runtime, workspace_id: str, event: str, payload: dict[str, Any]
+    rt: Deliverer, workspace_id: str, event: str, payload: dict[str, Any]
 ) -> None:
     """One delivery per enabled subscription of the workspace that wants this event."""
     body = signing.encode_body(payload).decode()
@@ -110,7 +135,7 @@ def enqueue_subscriptions(
             )
 
 
-def replay(rt: Runtime, delivery_id: str) -> dict[str, Any] | None:
+def replay(rt: Deliverer, delivery_id: str) -> dict[str, Any] | None:
     """Deliver an event again: a new delivery with the same ``eventId`` and body."""
     original = deliveries(rt).get(delivery_id)
     if original is None:
@@ -151,7 +176,7 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def checked_view(rt: Runtime, record: dict[str, Any]) -> dict[str, Any]:
+def checked_view(rt: Deliverer, record: dict[str, Any]) -> dict[str, Any]:
     """A delivery for the control plane, with its body and each attempt's signature checked
     again (signing.py: :func:`signature_check`): what the inspector shows."""
     shown = view(record)

@@ -24,18 +24,20 @@ import ipaddress
 import logging
 import secrets
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mockserver.platform import urlpolicy
-from mockserver.platform.delivery.records import SUBSCRIPTIONS, deliveries
+from mockserver.platform.delivery.records import SUBSCRIPTIONS
 from mockserver.platform.envelope import iso_z
 from mockserver.platform.tls import tls_context
-from mockserver.platform.transactions import plain
+from mockserver.platform.transactions import UnitOfWork, plain
 
 if TYPE_CHECKING:
-    from mockserver.runtime import Runtime
+    from mockserver.platform.clock import Clock
+    from mockserver.world import World
 
 log = logging.getLogger("mockserver.delivery")
 RETRYABLE_STATUSES = frozenset({408, 429})
@@ -93,12 +95,52 @@ class Attempt:
     )
 
 
-class DeliveryWorker:
-    """The background task that makes delivery attempts when they fall due."""
+Record = dict[str, Any]
 
-    def __init__(self, rt: Runtime) -> None:
-        self.rt = rt
-        self.policy = rt.contract.limits["webhookDelivery"]
+
+@dataclass(frozen=True)
+class Attempting:
+    """How attempts are made and judged: the contract's ``x-limits.webhookDelivery``
+    (``policy``); the message a delivery carries and the statuses retried (seams.py:
+    ``delivery_message``, ``retry_status``); what opens a delivery's sealed secret; whether
+    private addresses may be reached (``--allow-private-callbacks``); the claim lease
+    (``--delivery-lease``; None: the attempt timeout plus 5 s)."""
+
+    policy: Mapping[str, Any]
+    message: Callable[[Record, str, datetime, int], tuple[bytes, dict[str, str]]]
+    retry_status: Callable[[int], bool]
+    open_secret: Callable[[str], str | None]
+    allow_private: bool = False
+    lease: float | None = None
+
+
+class DeliveryWorker:
+    """The background task that makes delivery attempts when they fall due.
+
+    It reads the time from ``clock`` and the deliveries from ``world()`` (a reset or restore
+    replaces the world); it changes them only in ``unit_of_work`` (one transaction, retried on
+    the store), after ``catch_up`` (what other processes sharing the store wrote). With a store
+    (``stored``), the loop looks every second, as on the real clock: other processes'
+    deliveries and lapsed claims move no clock of this one.
+    """
+
+    def __init__(
+        self,
+        attempting: Attempting,
+        clock: Clock,
+        world: Callable[[], World],
+        unit_of_work: UnitOfWork,
+        catch_up: Callable[[], None],
+        *,
+        stored: bool = False,
+    ) -> None:
+        self.attempting = attempting
+        self.policy = attempting.policy
+        self._clock = clock
+        self._world = world
+        self._unit_of_work = unit_of_work
+        self._catch_up = catch_up
+        self._stored = stored
         self._wakeup: asyncio.Event | None = None
         # Attempts under way in this process, by claim token (a delivery being attempted
         # carries its claim: ``_claim``, below).
@@ -108,7 +150,7 @@ class DeliveryWorker:
         # A claim lasts this many seconds of wall time, renewed while its attempt is under way
         # (_renew_claims); one left by a process that died mid-attempt lapses, and the delivery
         # is attempted again (--delivery-lease; default: the attempt timeout plus 5 s).
-        lease = rt.settings.delivery_lease
+        lease = attempting.lease
         self.lease = float(self.policy["attemptTimeoutSeconds"]) + 5.0 if lease is None else lease
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -138,12 +180,15 @@ class DeliveryWorker:
 
     # -- the loop -------------------------------------------------------------------------
 
+    def _deliveries(self) -> dict[str, Record]:
+        return self._world().deliveries()
+
     def _due(self) -> list[dict[str, Any]]:
-        now = self.rt.clock.now().timestamp()
+        now = self._clock.now().timestamp()
         wall = time.time()
         return [
             record
-            for record in deliveries(self.rt).values()
+            for record in self._deliveries().values()
             if record["state"] == "pending"
             and record["nextAttemptAt"] is not None
             and record["nextAttemptAt"] <= now
@@ -160,7 +205,7 @@ class DeliveryWorker:
         """Claim the deliveries due now and start an attempt for each (in a session: with a
         shared store, one process claims a delivery, and the others leave it)."""
         started = []
-        for token, record in self.rt.persistence.retrying_sync(self._claim_due):
+        for token, record in self._unit_of_work(self._claim_due):
             # A fresh context: an attempt never joins the transaction of whoever started it.
             task = asyncio.get_running_loop().create_task(
                 self._attempt(record["id"], token), context=contextvars.Context()
@@ -175,7 +220,7 @@ class DeliveryWorker:
         lease (every tick, once the lease is under two ticks), so that no other process takes
         over a delivery whose attempt is still running here."""
         wall = time.time()
-        for record in deliveries(self.rt).values():
+        for record in self._deliveries().values():
             claim = record.get("_claim")
             if (
                 claim is not None
@@ -185,24 +230,24 @@ class DeliveryWorker:
                 record["_claim"] = {**claim, "until": wall + self.lease}
 
     def _claim_due(self) -> list[tuple[str, dict[str, Any]]]:
-        with self.rt.transaction():
-            if self._in_flight:
-                self._renew_claims()
-            claimed = []
-            for record in self._due():
-                token = f"{self.holder}.{secrets.token_hex(6)}"
-                record["_claim"] = {"token": token, "until": time.time() + self.lease}
-                claimed.append((token, record))
+        """In the unit of work's transaction."""
+        if self._in_flight:
+            self._renew_claims()
+        claimed = []
+        for record in self._due():
+            token = f"{self.holder}.{secrets.token_hex(6)}"
+            record["_claim"] = {"token": token, "until": time.time() + self.lease}
+            claimed.append((token, record))
         return claimed
 
     async def _run(self) -> None:
         assert self._wakeup is not None
         # The manual clock wakes the loop when it moves; the real clock, and a store that other
         # processes share (their deliveries, lapsed claims), are polled every second.
-        timeout = TICK if self.rt.clock.mode == "real" or self.rt.store is not None else None
+        timeout = TICK if self._clock.mode == "real" or self._stored else None
         while True:
             try:
-                self.rt.catch_up()
+                self._catch_up()
                 self._start_due()
             except Exception:  # the store is down, say: try again at the next wake
                 log.exception("delivery loop")
@@ -216,28 +261,28 @@ class DeliveryWorker:
 
     async def flush(self, timeout: float) -> dict[str, int]:
         """Make every attempt that is due now, and wait (up to ``timeout``) for all in flight."""
-        self.rt.catch_up()
+        self._catch_up()
         self._start_due()
         waiting = list(self._in_flight.values())
         if waiting:
             await asyncio.wait(waiting, timeout=timeout)
-        self.rt.catch_up()
-        pending = sum(1 for r in deliveries(self.rt).values() if r["state"] == "pending")
+        self._catch_up()
+        pending = sum(1 for r in self._deliveries().values() if r["state"] == "pending")
         return {"inFlight": len(self._in_flight), "pending": pending}
 
     def release_claims(self) -> None:
         """Forget every claim (at start, when no other process can hold one: attempts a
-        killed process had under way are made again, with the same eventId)."""
-        with self.rt.transaction():
-            for record in deliveries(self.rt).values():
-                record.pop("_claim", None)
+        killed process had under way are made again, with the same eventId). Call in a
+        transaction."""
+        for record in self._deliveries().values():
+            record.pop("_claim", None)
 
     # -- one attempt ----------------------------------------------------------------------
 
     def _claimed(self, delivery_id: str, token: str) -> dict[str, Any] | None:
         """The delivery while this attempt's claim holds it (not after a reset or restore
         made another one with its id, nor after another process took it over)."""
-        record = deliveries(self.rt).get(delivery_id)
+        record = self._deliveries().get(delivery_id)
         if record is None or record.get("_claim", {}).get("token") != token:
             return None
         return record
@@ -245,23 +290,22 @@ class DeliveryWorker:
     async def _attempt(self, delivery_id: str, token: str) -> None:
         """One attempt of a claimed delivery: sent, and its result written while the claim
         still holds it (not after a reset, a restore or another process's takeover)."""
-        rt = self.rt
-        rt.catch_up()
-        record = rt.persistence.retrying_sync(lambda: self._live_or_cancel(delivery_id, token))
+        self._catch_up()
+        record = self._live_or_cancel(delivery_id, token)
         if record is None:
             return
-        attempt = Attempt(number=len(record["attempts"]) + 1, sent_at=rt.clock.now())
+        attempt = Attempt(number=len(record["attempts"]) + 1, sent_at=self._clock.now())
         await self._make(record, attempt)
-        rt.catch_up()
+        self._catch_up()
 
         def record_result() -> None:
             current = self._claimed(delivery_id, token)
             if current is not None:
-                with rt.transaction():
-                    del current["_claim"]
-                    self._record(current, attempt)
+                del current["_claim"]
+                self._record(current, attempt)
 
-        rt.persistence.retrying_sync(record_result)
+        if self._claimed(delivery_id, token) is not None:  # no transaction for nothing to write
+            self._unit_of_work(record_result)
 
     async def _make(self, record: dict[str, Any], attempt: Attempt) -> None:
         """Sign and send one attempt, and note on ``attempt`` what came of it (never raises:
@@ -270,14 +314,12 @@ class DeliveryWorker:
 
         started = time.perf_counter()
         try:
-            secret = self.rt.secrets.open(record["secret"])
+            secret = self.attempting.open_secret(record["secret"])
             if secret is None:
                 raise PermissionError(
                     "the signing secret cannot be opened (snapshot from another data key)"
                 )
-            body, headers = self.rt.seams.delivery_message(
-                record, secret, attempt.sent_at, attempt.number
-            )
+            body, headers = self.attempting.message(record, secret, attempt.sent_at, attempt.number)
             attempt.signed = {
                 "signature": headers.get("X-Service-Signature"),
                 "timestamp": headers.get("X-Service-Timestamp"),
@@ -299,14 +341,22 @@ class DeliveryWorker:
 
     def _live_or_cancel(self, delivery_id: str, token: str) -> dict[str, Any] | None:
         """A copy of the claimed delivery to send (the world may move on meanwhile), or None
-        when the claim is gone or the target no longer takes deliveries (then cancelled)."""
+        when the claim is gone or the target no longer takes deliveries (then cancelled, in a
+        unit of work: a transaction only when there is something to write)."""
+        record = self._claimed(delivery_id, token)
+        if record is not None and not self._target_live(record):
+            return self._unit_of_work(lambda: self._cancel_unless_live(delivery_id, token))
+        return None if record is None else plain(record)
+
+    def _cancel_unless_live(self, delivery_id: str, token: str) -> dict[str, Any] | None:
+        """:meth:`_live_or_cancel`'s judgement made again in the unit of work's transaction (a
+        run after a conflict sees the world caught up): cancelled, or a copy to send."""
         record = self._claimed(delivery_id, token)
         if record is None:
             return None
         if not self._target_live(record):
-            with self.rt.transaction():
-                record["state"], record["nextAttemptAt"] = "cancelled", None
-                del record["_claim"]
+            record["state"], record["nextAttemptAt"] = "cancelled", None
+            del record["_claim"]
             return None
         copied: dict[str, Any] = plain(record)
         return copied
@@ -331,7 +381,7 @@ class DeliveryWorker:
         elif outcome == "permanent" or attempt.number >= int(self.policy["attempts"]):
             record["state"], record["nextAttemptAt"] = "failed", None
         else:
-            record["nextAttemptAt"] = self.rt.clock.now().timestamp() + self._delay(
+            record["nextAttemptAt"] = self._clock.now().timestamp() + self._delay(
                 record, attempt.number, attempt.retry_after
             )
 
@@ -339,7 +389,7 @@ class DeliveryWorker:
         """A subscription delivery stops when its subscription is disabled or deleted."""
         if record["target"] != "subscription":
             return True
-        subscription = self.rt.world.get(record["workspaceId"], SUBSCRIPTIONS, record["targetId"])
+        subscription = self._world().get(record["workspaceId"], SUBSCRIPTIONS, record["targetId"])
         return subscription is not None and subscription["enabled"]
 
     async def _send(
@@ -347,7 +397,7 @@ class DeliveryWorker:
     ) -> tuple[int, int | None]:
         import httpx
 
-        allow_private = self.rt.settings.allow_private_callbacks
+        allow_private = self.attempting.allow_private
         listener = bool(record.get("_listener")) and not allow_private
         if listener:
             resolved = await check_listener_url(record["url"])
@@ -383,7 +433,7 @@ class DeliveryWorker:
             return "retry"
         if 200 <= status < 300:
             return "delivered"
-        if self.rt.seams.retry_status(status):
+        if self.attempting.retry_status(status):
             return "retry"
         return "permanent"  # other 4xx, and every 3xx: redirects are never followed
 

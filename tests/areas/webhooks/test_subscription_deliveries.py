@@ -123,6 +123,29 @@ def test_a_disabled_subscription_gets_nothing_and_a_rotated_secret_signs(api, co
         )
 
 
+def test_a_delivery_due_again_after_its_subscription_is_disabled_is_cancelled(
+    api, control, receiver
+):
+    """A delivery whose subscription is disabled before its next attempt is not attempted
+    again: it ends ``cancelled`` with the attempts it had."""
+    receiver.script([500] * 20)
+    subscription = subscribe(api, f"{receiver.url}/later", ["job.progressed"])
+    api.post("/v1/video/edit", json={"projectId": "prj_acme_01", "footageUrls": FOOTAGE})
+    control.advance(60)
+    flush(control)
+    tried = len(receiver.deliveries)
+    assert tried, "the first attempts were made (and answered 500)"
+    path = f"/v1/webhook-subscriptions/{subscription['id']}"
+    assert api.patch(path, json={"enabled": False}).status_code == 200
+    control.advance(3600)
+    flush(control)
+    assert len(receiver.deliveries) == tried, "nothing attempted once disabled"
+    snapshot = control.call("GET", "/snapshot")["snapshot"]
+    mine = [d for d in snapshot["deliveries"].values() if d["targetId"] == subscription["id"]]
+    assert mine and {d["state"] for d in mine} == {"cancelled"}
+    assert all(len(d["attempts"]) == 1 and "_claim" not in d for d in mine)
+
+
 def test_events_of_another_workspace_never_arrive(api, control, receiver):
     subscribe(api, f"{receiver.url}/acme", JOB_EVENTS)
     response = api.post(
