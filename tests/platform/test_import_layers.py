@@ -173,11 +173,6 @@ def test_platform_imports_none_of_runtime_call_dispatch_or_areas() -> None:
     assert crossings(graph, "mockserver.platform", forbidden) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store/replica.py still takes the Runtime (Replica(self, store), retrying_sync(rt)):"
-    " the lead's store-side change of issue 29 part 1",
-)
 def test_store_imports_neither_runtime_nor_call() -> None:
     graph = import_graph()
     assert crossings(graph, "mockserver.store", ("mockserver.runtime", "mockserver.call")) == []
@@ -185,8 +180,8 @@ def test_store_imports_neither_runtime_nor_call() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="circles remain: call -> runtime -> seams -> call (and through fixtures, registry,"
-    " store/replica.py and the areas seams imports), conformance's runner/api/checks/plan/..."
+    reason="circles remain: call -> runtime -> seams -> call (and through fixtures, registry"
+    " and the areas seams imports), conformance's runner/api/checks/plan/..."
     " circle, conformance.proxy's fallback/judge/forward and mockserver's cli/proxy_cli/proxied:"
     " run this file as a script for the list",
 )
