@@ -60,7 +60,6 @@ SYNC_ATTEMPTS = (
     100  # runs of a unit of work that cannot await (it takes no lock: see retrying_sync)
 )
 JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
-JOURNAL_WAITS = 0  # turns of the loop a round trip with only journal rows waits for arrivals
 BUSY_SECONDS = 1.0  # other processes wrote to the world within this long: its writes contend
 
 
@@ -157,10 +156,6 @@ class Replica:
     def _round_trip(self, turn: _Turn) -> None:
         """The turn's one statement: its journal rows, and the catch-up (with rate counts) of
         the requests that joined it; or, when none joined, the rows alone."""
-        if not turn.identities and turn.waits < JOURNAL_WAITS:
-            turn.waits += 1  # answers only: give requests arriving now a turn to join it
-            asyncio.get_running_loop().call_soon(self._round_trip, turn)
-            return
         self._turn = None
         rows = turn.journal
         try:
@@ -475,7 +470,6 @@ class _Turn:
         self.identities: list[str | None] = []
         self.hits: dict[str, int] = {}  # identity -> requests of it in the turn
         self.journal: list[JournalRow] = []
-        self.waits = 0  # turns it waited for requests to join it (JOURNAL_WAITS)
 
     def join(self, identity: str | None) -> int:
         self.identities.append(identity)
