@@ -5,21 +5,40 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mockserver.contract import Operation
 from mockserver.platform.auth import Caller
-from mockserver.platform.cursors import Position, read_page
+from mockserver.platform.clock import Clock
+from mockserver.platform.cursors import CursorCodec, Position, read_page
 from mockserver.platform.envelope import iso_z, public
+from mockserver.platform.idempotency import Idempotency
+from mockserver.platform.scheduler import Scheduler
+from mockserver.platform.secretbox import SecretBox
+from mockserver.platform.validation import OperationValidator
+from mockserver.settings import Settings
 from mockserver.world import Query, World
 
-if TYPE_CHECKING:
-    from mockserver.runtime import Runtime
+
+class Running(Protocol):
+    """The running mock as a handler sees it (runtime.py's Runtime, which holds more). Named
+    here, not imported, so that the modules a runtime is made of (its seams, the areas' rules
+    they default to) can name a call without importing the runtime."""
+
+    settings: Settings
+    clock: Clock
+    world: World
+    cursors: CursorCodec
+    idempotency: Idempotency
+    secrets: SecretBox
+    scheduler: Scheduler
+    validators: dict[str, OperationValidator]
+    seams: Any  # seams.py's Seams, whose seams take a Call
 
 
 @dataclass
 class Call:
-    runtime: Runtime
+    runtime: Running
     operation: Operation
     request_id: str
     caller: Caller | None

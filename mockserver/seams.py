@@ -30,9 +30,8 @@ from mockserver.registry import Binding, run_handler
 from mockserver.world import World, marked_available, own_record
 
 if TYPE_CHECKING:
-    from mockserver.call import Call
+    from mockserver.call import Call, Running
     from mockserver.contract import Operation
-    from mockserver.runtime import Runtime
 
 Query = list[tuple[str, str]]
 Headers = dict[str, str]
@@ -59,7 +58,7 @@ def only_done(status: str) -> bool:
     return status == "done"
 
 
-def subscription_view(rt: Runtime, subscription: Record) -> Record:
+def subscription_view(rt: Running, subscription: Record) -> Record:
     """A webhook subscription as the API shows it: its public fields, never its secret."""
     return public(subscription)
 
@@ -77,7 +76,7 @@ class Seams:
     #: A public operation's admission (raises an ApiError to refuse it).
     admit_public: Callable[[Operation, Mapping[str, str]], None] = open_to_all
     #: A public operation's count toward the rate limit (its state, or None: never counted).
-    count_public: Callable[[Runtime, Operation, Mapping[str, str]], ratelimit.RateState | None] = (
+    count_public: Callable[[Running, Operation, Mapping[str, str]], ratelimit.RateState | None] = (
         ratelimit.never_counted
     )
     #: The rate-limit bucket an authenticated request counts in (the person behind the key).
@@ -117,7 +116,7 @@ class Seams:
     quote_catalogue: Callable[[World, Record], Record] = credits.catalogue
     # -- webhooks -----------------------------------------------------------------------------
     #: A webhook subscription as the API shows it.
-    show_subscription: Callable[[Runtime, Record], Record] = subscription_view
+    show_subscription: Callable[[Running, Record], Record] = subscription_view
     #: The body and headers of one delivery attempt (record, opened secret, sent at, number).
     delivery_message: Callable[[Record, str, datetime, int], tuple[bytes, Headers]] = (
         delivery.signed_delivery
