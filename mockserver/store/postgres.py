@@ -204,6 +204,8 @@ class PostgresDialect(Dialect):
         self._aconn: Any = None  # the write lock's (store/replica.py), made when first needed
         self._holding: asyncio.Lock | None = None  # held from hold() to release()
         self._flusher: Any = None  # awaited flushes' (store/replica.py)
+        self._flushing: asyncio.Lock | None = None  # held while a flush is sent and waited for
+        self._next_flush: asyncio.Future[None] | None = None  # the flush not yet sent
 
     def _connect(self) -> Any:
         psycopg = self.psycopg
@@ -357,12 +359,23 @@ class PostgresDialect(Dialect):
 
     async def flushed(self) -> None:
         """Wait (awaited, on a connection of its own: never behind a wait for a lock) until
-        every commit before this call is on disk."""
-        self._flusher = conn = await self._connected(self._flusher)
-        try:
-            await conn.execute(FLUSH, prepare=True)
-        except self.psycopg.Error as exc:
-            raise self._fail(exc) from exc
+        every commit before this call is on disk. Calls made before the next flush is sent
+        share it (one flush covers every commit before it): the process's own group commit."""
+        pending = self._next_flush
+        if pending is None:
+            pending = self._next_flush = asyncio.ensure_future(self._flush())
+        await asyncio.shield(pending)
+
+    async def _flush(self) -> None:
+        if self._flushing is None:
+            self._flushing = asyncio.Lock()
+        async with self._flushing:  # one flush at a time on the connection
+            self._next_flush = None  # sent from here: a later commit waits for the next one
+            self._flusher = conn = await self._connected(self._flusher)
+            try:
+                await conn.execute(FLUSH, prepare=True)
+            except self.psycopg.Error as exc:
+                raise self._fail(exc) from exc
 
     def rate_hits(
         self, world: str, hits: dict[str, int], now: float, window: int
