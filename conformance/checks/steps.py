@@ -4,7 +4,7 @@ as refused without charge.
 
 A check states its rule; these steps are how it gets there. They hold no rule of their own
 (messages name the rule the caller passes), register no check, and read the contract through
-the run's :class:`~conformance.runner.Context`.
+the run's :class:`~conformance.context.Context`.
 """
 
 from __future__ import annotations
