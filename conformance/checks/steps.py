@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.polling import job_polls
-from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
+from conformance.skips import CAPABILITY_UNAVAILABLE, Skip
 from conformance.target import Exchange
 
 CAPABILITIES = "getCapabilities"
