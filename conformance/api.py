@@ -470,7 +470,9 @@ def _session(config: RunConfig, where: Where, seed: int, deadline: float | None)
         receiver_listen=config.receiver_listen,
         receiver_url=config.receiver_url,
         webhook_wait=config.webhook_wait,
-        job_wait=default_job_wait(config) if config.job_wait is None else config.job_wait,
+        job_wait=(
+            default_job_wait(config.time_budget) if config.job_wait is None else config.job_wait
+        ),
         long_video_url=config.long_video_url,
     )
 

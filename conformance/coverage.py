@@ -33,13 +33,8 @@ from typing import Any
 from conformance.checks import FAMILIES, Check, all_checks
 from conformance.results import CheckResult, Report, without_none
 from conformance.rules import Rule, rules
-from conformance.runner import (
-    BUDGET_USED_UP,
-    NEEDS_CONTROL,
-    NEEDS_CREATE,
-    NEEDS_SPEND,
-    TIME_BUDGET_USED_UP,
-)
+from conformance.skips import NEEDS_CONTROL, NEEDS_CREATE, NEEDS_SPEND
+from conformance.target import BUDGET_USED_UP, TIME_BUDGET_USED_UP
 
 #: Why a judgeable rule was not judged: category id -> how a count of them reads ("40 need
 #: --allow-spend"). In this order one reason wins over the next (the most actionable first).

@@ -17,10 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from conformance.contract import ContractView, Operation
+from conformance.payment import payment_refused
 from conformance.target import Exchange, Target
 
 if TYPE_CHECKING:
-    from conformance.runner import Context
+    from conformance.context import Context
 
 
 class IdPool:
@@ -160,8 +161,6 @@ def missing(ctx: Context, name: str, auth: str = "primary", op: Operation | None
 
 
 def _create(ctx: Context, list_op: Operation, auth: str) -> list[str] | str:
-    from conformance.refusals import payment_refused
-
     op = next(
         (o for o in ctx.held.operations.values() if o.method == "POST" and o.path == list_op.path),
         None,

@@ -54,22 +54,22 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
+
+from conformance.passes import BREADTH as BREADTH
+from conformance.passes import DEPTH as DEPTH
+from conformance.passes import WHOLE as WHOLE
+from conformance.passes import share as share
 
 if TYPE_CHECKING:
     from conformance.checks import Check
     from conformance.target import Exchange
 
-WHOLE = "whole"  # an unbounded run, or a check that is not deep: everything in one pass
-BREADTH = "breadth"  # a deep check's first pass: what it needs to judge once
-DEPTH = "depth"  # a deep check's second pass: what its first pass left
 
 RESERVE = 8  # requests kept in the breadth pass for each check still to run
 MARGIN = 0.10  # of the time budget, kept back from the rate's allowance
 MIN_MARGIN_SECONDS = 5.0
 MINUTE = 60.0
-
-T = TypeVar("T")
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([hms]?)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
@@ -274,25 +274,3 @@ def turns(
 
 def _first_phase(check: Check) -> str:
     return BREADTH if check.deep else WHOLE
-
-
-def share(
-    items: Sequence[T], phase: str, kept: dict[str, Any], key: str, judged: Callable[[], int]
-) -> Iterator[T]:
-    """The items of a check's list one pass covers. Whole: all. Breadth: items until the check
-    has judged (``judged()``, its count of judgements, went up), the item under way when a pass
-    stopped counted as not covered. Depth: the items the breadth pass did not cover."""
-    slot = f"share:{key}"
-    if phase == WHOLE:
-        yield from items
-        return
-    if phase == DEPTH:
-        yield from items[kept.get(slot, 0) :]
-        return
-    before = judged()
-    for i, item in enumerate(items):
-        kept[slot] = i
-        if judged() > before:
-            return
-        yield item
-    kept[slot] = len(items)

@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance.api import RunConfig
+    from conformance.context import Context
     from conformance.contract import Contract
-    from conformance.runner import Context
 
 READ_JOB = "getJob"
 DOCUMENT_INTERVAL = 30.0  # the interface document's Limits table: "15 to 30 seconds"
@@ -32,8 +31,9 @@ JOB_WAIT, WEBHOOK_WAIT = "--job-wait", "--webhook-wait"
 _INTERVAL = re.compile(r"polling interval:?\s*(\d+)\s*to\s*(\d+)\s*seconds", re.I)
 
 
-def default_job_wait(config: RunConfig) -> float:
-    """How long a check waits for a job when ``--job-wait`` is not given.
+def default_job_wait(time_budget: float | None) -> float:
+    """How long a check waits for a job when ``--job-wait`` is not given (``time_budget``: the
+    run's ``--time-budget`` in seconds, None without one).
 
     600 s: the longest job a check waits for at the bundled mock's own durations (a 3D model,
     430 s; a render, 375 s) with room to spare, so that a correct deployment of similar speed
@@ -42,8 +42,8 @@ def default_job_wait(config: RunConfig) -> float:
     it: the jobs started with the run, and the wait leaves the last fifth to the checks after
     it (a wait past the run's deadline is never made: "time budget used up").
     """
-    if config.time_budget is not None:
-        return min(DEFAULT_JOB_WAIT, 0.8 * config.time_budget)
+    if time_budget is not None:
+        return min(DEFAULT_JOB_WAIT, 0.8 * time_budget)
     return DEFAULT_JOB_WAIT
 
 

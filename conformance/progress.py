@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from conformance.checks import Check
 from conformance.results import CheckResult
-from conformance.runner import NOTHING_TO_JUDGE
+from conformance.skips import NOTHING_TO_JUDGE
 from conformance.target import Exchange, Wait
 
 HEARTBEAT_SECONDS = 25.0  # the longest silence: under 30 s, with room for a busy machine

@@ -11,26 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from conformance.runner import CAPABILITY_UNAVAILABLE
+from conformance.payment import BUDGET_CAPPED as BUDGET_CAPPED
+from conformance.payment import NO_CREDITS as NO_CREDITS
+from conformance.payment import payment_refused
+from conformance.skips import CAPABILITY_UNAVAILABLE
 from conformance.target import Exchange
 
 if TYPE_CHECKING:
+    from conformance.context import Context
     from conformance.contract import Operation
-    from conformance.runner import Context
-
-NO_CREDITS = "the workspace has too few credits (402 insufficient_credits)"
-BUDGET_CAPPED = "a budget policy caps the key's spending (402 budget_capped)"
-
-
-def payment_refused(exchange: Exchange) -> str | None:
-    """The skip reason for a call refused with ``402`` (None for any other answer)."""
-    if exchange.status != 402:
-        return None
-    if exchange.code == "budget_capped":
-        return BUDGET_CAPPED
-    if exchange.code == "insufficient_credits":
-        return NO_CREDITS
-    return f"the call was refused for payment ({exchange.answered})"
 
 
 def refusal(what: str, answers: Iterable[Exchange]) -> str:

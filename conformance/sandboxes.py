@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
+from conformance.context import MockIdentity
 from conformance.mockprocess import FixtureKey, owner_key, restricted_key
-from conformance.runner import MockIdentity
 from conformance.target import TargetUnreachable
 from mockserver.platform.tls import tls_context
 

@@ -63,8 +63,8 @@ from conformance.checks import Check, all_checks, check_modules, shard
 from conformance.gcpolicy import collect_less_often
 from conformance.progress import Batch
 from conformance.results import CheckResult, Failure
-from conformance.runner import NOTHING_TO_JUDGE
 from conformance.sandboxes import Where, close_sandbox, sandboxed
+from conformance.skips import NOTHING_TO_JUDGE
 from conformance.target import TargetUnreachable
 
 JOIN_SECONDS = 10.0  # how long a worker that has sent its last word may take to exit

@@ -144,10 +144,20 @@ class Inspected:
     """What ``mockserver proxy`` adds around ``conformance proxy`` (its ``Around``): the
     journal, the verdicts that reach it, and the port shared with the inspector."""
 
-    def __init__(self, upstream: str, settings: Settings, *, generated: bool = False) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        settings: Settings,
+        *,
+        guard: Callable[[Settings, str, bool], list[str]],
+        generated: bool = False,
+    ) -> None:
+        """``guard`` says how the control plane is guarded, in the banner (the mock's own
+        :func:`mockserver.cli.control_lines`: settings, base URL, whether the token was made)."""
         import multiprocessing
 
         self.upstream = upstream
+        self.guard = guard
         self.generated = generated  # the control token is one this run made (said once)
         self.base_path = urlsplit(upstream).path.rstrip("/")
         # Made before the judge's process is forked: it writes, this process reads.
@@ -191,15 +201,13 @@ class Inspected:
         return Front(self.plane, forwarder)
 
     def lines(self, url: str) -> list[str]:
-        from mockserver.cli import control_lines
-
         parts = urlsplit(url)
         base = f"{parts.scheme}://{parts.netloc}"
         said = [
             f"inspector: {base}/_mock/ui (each exchange with its findings; the journal: "
             f"{base}/_mock/requests)"
         ]
-        guard = control_lines(self.runtime.settings, base, self.generated)
+        guard = self.guard(self.runtime.settings, base, self.generated)
         return said + [text.strip() for text in guard]
 
     # -- verdicts -------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def build_proxy_parser(prog: str = "mockserver proxy") -> argparse.ArgumentParse
 
 def run_proxy(args: argparse.Namespace) -> int:
     from conformance.proxy.cli import command_proxy, parse_listen
-    from mockserver.cli import control_token, fail
+    from mockserver.cli import control_lines, control_token, fail
     from mockserver.proxied import Inspected
     from mockserver.settings import Settings
 
@@ -83,7 +83,6 @@ def run_proxy(args: argparse.Namespace) -> int:
         )
     args.host, args.control_plane = host, True
     token, generated = control_token(args)
-    inspected = Inspected(
-        args.upstream, Settings(host=host, control_token=token), generated=generated
-    )
+    settings = Settings(host=host, control_token=token)
+    inspected = Inspected(args.upstream, settings, guard=control_lines, generated=generated)
     return command_proxy(args, inspected)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from conformance.runner import Context
+    from conformance.context import Context
     from conformance.target import Exchange
 
 #: The families, in the order a run takes them.
@@ -95,7 +95,7 @@ def check(
 def prepares(name: str) -> Callable[[Callable[[Context], Any]], Callable[[Context], Any]]:
     """Register ``function(ctx)`` as the prepare of the check ``name`` (registered before it):
     it starts what the check will wait for and answers it (the check's ``ctx.prepared``); a
-    :class:`~conformance.runner.Skip` it raises skips the check."""
+    :class:`~conformance.skips.Skip` it raises skips the check."""
 
     def register(function: Callable[[Context], Any]) -> Callable[[Context], Any]:
         REGISTRY[name] = replace(REGISTRY[name], prepare=function)

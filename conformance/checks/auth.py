@@ -17,10 +17,11 @@ import httpx
 
 from conformance.checks import check
 from conformance.checks.steps import balance
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import missing_path_parameter, own_path_parameters
-from conformance.runner import INFERRED_OPERATION, Context, Skip
+from conformance.skips import INFERRED_OPERATION, Skip
 from conformance.target import MockControl
 
 FAMILY = "auth"

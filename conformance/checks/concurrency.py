@@ -26,12 +26,13 @@ from functools import partial
 from conformance.checks import check
 from conformance.checks.idempotency import NO_PAID_CALL, first_success, replayable
 from conformance.checks.steps import NO_BALANCE, balance
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
 from conformance.plan import BREADTH, DEPTH, WHOLE
 from conformance.refusals import refusal, refused_since
-from conformance.runner import Context, Skip
+from conformance.skips import Skip
 from conformance.target import Exchange, Together
 
 AT_ONCE = 3  # requests sent together

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema_rs
 
 from conformance.checks import REGISTRY, Check, observer
-from conformance.runner import Context
+from conformance.context import Context
 from conformance.target import Exchange
 
 FAMILY = "envelope"

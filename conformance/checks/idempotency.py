@@ -12,11 +12,12 @@ from typing import Any
 
 from conformance.checks import check
 from conformance.checks.steps import NO_BALANCE, balance
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
 from conformance.refusals import refusal, refused_since
-from conformance.runner import NEEDS_CONTROL, Context, Skip
+from conformance.skips import NEEDS_CONTROL, Skip
 from conformance.target import Exchange
 
 FAMILY = "idempotency"

@@ -20,10 +20,11 @@ from typing import Any
 
 from conformance.checks import check, prepares, steps
 from conformance.checks.idempotency import first_success
+from conformance.context import Context
 from conformance.contract import ContractView, Operation
 from conformance.polling import beyond, of_limit, polling_interval
 from conformance.refusals import refusal, refused_since
-from conformance.runner import Context, Skip
+from conformance.skips import Skip
 from conformance.target import Exchange
 
 FAMILY = "jobs"

@@ -17,10 +17,11 @@ from typing import Any
 
 from conformance.checks import check, steps
 from conformance.checks.idempotency import NO_PAID_CALL, first_success, replayable
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.refusals import refusal, refused_since
-from conformance.runner import Context, Skip
+from conformance.skips import Skip
 from conformance.target import Exchange
 
 FAMILY = "limits"

@@ -24,6 +24,7 @@ from hypothesis.errors import FlakyFailure, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.checks import check
+from conformance.context import Context
 from conformance.generation import salted
 from conformance.model.machine import WorkspaceMachine
 from conformance.model.rules import RULES
@@ -36,7 +37,6 @@ from conformance.model.run import (
     read_known,
 )
 from conformance.plan import BREADTH, DEPTH
-from conformance.runner import Context
 from conformance.target import BudgetExhausted
 
 FAMILY = "model"

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from conformance.checks import check
+from conformance.context import Context
 from conformance.contract import Operation, Parameter, link_value
-from conformance.runner import Context, Skip
+from conformance.skips import Skip
 from conformance.target import Exchange
 
 FAMILY = "pagination"

@@ -25,7 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from conformance.checks import check, observer
-from conformance.runner import Context, Skip
+from conformance.context import Context
+from conformance.skips import Skip
 from conformance.target import Exchange
 
 FAMILY = "rate-limit"

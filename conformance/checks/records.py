@@ -26,10 +26,11 @@ from schemathesis import GenerationMode
 
 from conformance.checks import check
 from conformance.checks.pagination import _through_a_link as through_a_link
+from conformance.context import Context
 from conformance.contract import ContractView, Operation
 from conformance.generation import salted
 from conformance.idpool import own_path_parameters
-from conformance.runner import Context, Skip
+from conformance.skips import Skip
 from conformance.target import Exchange
 
 FAMILY = "records"

@@ -37,6 +37,7 @@ from conformance.checks.jobs import (
     replacement,
     start_jobs,
 )
+from conformance.context import Context
 from conformance.contract import ContractView, Operation, link_value
 from conformance.generation import prepare, salted
 from conformance.model.run import StopRun
@@ -44,7 +45,7 @@ from conformance.plan import BREADTH
 from conformance.polling import beyond
 from conformance.refusals import refusal, refused_since
 from conformance.requestcheck import negatable
-from conformance.runner import INFERRED_OPERATION, Context, Skip
+from conformance.skips import INFERRED_OPERATION, Skip
 from conformance.target import BudgetExhausted, Exchange
 
 FAMILY = "schema"

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from conformance.checks import check
+from conformance.context import Context
 from conformance.contract import ContractView, Operation
 from conformance.profiles import inferred
-from conformance.runner import Context, Skip
+from conformance.skips import Skip
 from conformance.target import Exchange
 
 _TEMPLATE = re.compile(r"\{[^}]+\}")

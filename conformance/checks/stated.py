@@ -24,12 +24,13 @@ from conformance.checks.jobs import MOCK_HOURS, until_terminal
 from conformance.checks.jobs import statuses as job_statuses
 from conformance.checks.steps import NO_BALANCE, balance
 from conformance.checks.webhooks import _callback_operations, _receiver_needed, _subscribe, drive
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.mockprocess import FixtureKey, fixture_keys
 from conformance.polling import WEBHOOK_WAIT, beyond
 from conformance.receiver import Delivery
 from conformance.refusals import refusal, refused_since
-from conformance.runner import Context, Skip
+from conformance.skips import Skip
 from conformance.target import Exchange
 
 CAPABILITIES = "getCapabilities"

@@ -4,7 +4,7 @@ as refused without charge.
 
 A check states its rule; these steps are how it gets there. They hold no rule of their own
 (messages name the rule the caller passes), register no check, and read the contract through
-the run's :class:`~conformance.runner.Context`.
+the run's :class:`~conformance.context.Context`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.polling import job_polls
-from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
+from conformance.skips import CAPABILITY_UNAVAILABLE, Skip
 from conformance.target import Exchange
 
 CAPABILITIES = "getCapabilities"

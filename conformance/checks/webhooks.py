@@ -27,13 +27,14 @@ import jsonschema_rs
 from conformance.checks import check, prepares
 from conformance.checks.idempotency import resource_id
 from conformance.checks.jobs import statuses, until_terminal
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.idpool import missing, own_ids
 from conformance.polling import WEBHOOK_WAIT, beyond, wait_for_deliveries
 from conformance.receiver import DELIVERIES, Delivery
 from conformance.refusals import payment_refused, refusal, refused_since
-from conformance.runner import CAPABILITY_UNAVAILABLE, Context, Skip
 from conformance.signatures import check_timestamp_format, verify
+from conformance.skips import CAPABILITY_UNAVAILABLE, Skip
 from conformance.target import Exchange
 
 FAMILY = "webhooks"

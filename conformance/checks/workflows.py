@@ -21,11 +21,12 @@ from typing import Any
 
 from conformance.checks import check, prepares, steps
 from conformance.checks.steps import NO_BALANCE, Catalogue, Refusal
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.idpool import missing, own_ids
 from conformance.polling import beyond
 from conformance.refusals import payment_refused
-from conformance.runner import NEEDS_CONTROL, Context, Skip
+from conformance.skips import NEEDS_CONTROL, Skip
 from conformance.target import Exchange
 
 FAMILY = "workflows"

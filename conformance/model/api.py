@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.context import Context
 from conformance.contract import ContractView, Operation
-from conformance.runner import Context
 from conformance.target import Exchange
 
 CAPABILITIES = "getCapabilities"

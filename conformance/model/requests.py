@@ -14,9 +14,9 @@ from typing import Any
 
 from schemathesis import GenerationMode
 
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.generation import Prepared
-from conformance.runner import Context
 
 MAX_VALUES = 8
 POOL_CASES = 30

@@ -11,11 +11,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.context import Context
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.model import api
 from conformance.model.rules import RULES
-from conformance.runner import Context
 from conformance.target import BUDGET_USED_UP, BudgetExhausted, Exchange
 
 DEFAULT_EXAMPLES = 12

@@ -46,8 +46,8 @@ import httpx
 
 from conformance.contract import Contract
 from conformance.mockprocess import FixtureKey, owner_key
+from conformance.proxy.decoding import decoded
 from conformance.proxy.forward import Seen, _connection_names, _Kept
-from conformance.proxy.judge import _decoded
 from conformance.proxy.upstream import Response, Upstream, UpstreamError
 from conformance.target import MAX_KEPT_BODY, path_below
 
@@ -202,7 +202,7 @@ class MockFallback:
         envelope with a code the contract states for 404."""
         body, encoding = head
         try:
-            parsed = json.loads(_decoded(body, encoding))
+            parsed = json.loads(decoded(body, encoding))
         except ValueError:
             return True
         return not (

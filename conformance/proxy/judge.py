@@ -31,7 +31,6 @@ back, with why.
 
 from __future__ import annotations
 
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +40,9 @@ from conformance.checks import all_checks
 from conformance.checks.limits import _judge_shortfall
 from conformance.checks.pagination import _stream_pointer
 from conformance.checks.schema import _carries_deprecated, _judge_deprecated
+from conformance.context import Context, Session
 from conformance.contract import Contract, Operation
+from conformance.proxy.decoding import decoded
 from conformance.proxy.findings import MOCK, SIDES, Finding
 from conformance.proxy.forward import Seen
 from conformance.proxy.redact import (
@@ -66,7 +67,6 @@ from conformance.proxy.sequences import (
     world_change,
 )
 from conformance.results import CheckResult
-from conformance.runner import Context, Session
 from conformance.target import Exchange, path_below
 
 NOT_KEPT_WHOLE = "a body longer than the proxy keeps, or in an encoding it cannot decode"
@@ -118,7 +118,7 @@ class Judge:
         self.index += 1
         request_headers = masked_headers(seen.request_headers)
         response_headers = masked_headers(seen.response_headers)
-        body = _decoded(seen.response_body, response_headers.get("content-encoding"))
+        body = decoded(seen.response_body, response_headers.get("content-encoding"))
         request_body = seen.request_body if seen.request_whole else b""
         return Exchange(
             index=self.index,
@@ -403,21 +403,3 @@ def _auth(headers: dict[str, str], status: int) -> str:
     if API_KEY not in headers.get("authorization", "") and "x-api-key" not in headers:
         return "none"
     return "unknown" if status == 401 else "primary"
-
-
-def _decoded(body: bytes, encoding: str | None) -> bytes:
-    """A copy of a body decoded for judging (the client got it as it came); b"" when it is
-    in an encoding the proxy cannot decode."""
-    if not body or not encoding or encoding.strip().lower() == "identity":
-        return body
-    try:
-        if encoding.strip().lower() in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        if encoding.strip().lower() == "deflate":
-            try:
-                return zlib.decompress(body)
-            except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)
-    except zlib.error:
-        return b""
-    return b""
