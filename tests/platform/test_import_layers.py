@@ -23,8 +23,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("mockserver", "conformance")
 # Stop enumerating a component's cycles after this many (a report, not a proof of absence:
@@ -178,13 +176,6 @@ def test_store_imports_neither_runtime_nor_call() -> None:
     assert crossings(graph, "mockserver.store", ("mockserver.runtime", "mockserver.call")) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="circles remain: call -> runtime -> seams -> call (and through fixtures, registry"
-    " and the areas seams imports), conformance's runner/api/checks/plan/..."
-    " circle, conformance.proxy's fallback/judge/forward and mockserver's cli/proxy_cli/proxied:"
-    " run this file as a script for the list",
-)
 def test_no_import_cycle_longer_than_two_modules() -> None:
     assert long_cycles(import_graph(), limit=1) == []
 
