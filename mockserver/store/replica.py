@@ -212,6 +212,8 @@ class Replica:
                 else:
                     world.put_document(row.key, row.value)
         self.rev, self.epoch = delta.rev, delta.epoch
+        if not self.shared:  # the due time is a shared store's (the file's one process ticks)
+            learned.pop(("meta", "due"), None)
         if learned:
             self._written.update(learned)
             host.learned(learned)
