@@ -40,15 +40,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from conformance.checks import Check, SelectionError, all_checks, select, shard
+from conformance.context import Session
 from conformance.contract import Contract
 from conformance.mockprocess import START_SECONDS, MockProcess, MockStartError, fixture_keys
+from conformance.outcomes import CheckResult
 from conformance.plan import Plan, plan_run, read_rate
 from conformance.polling import default_job_wait
 from conformance.preflight import Preflight, preflight
 from conformance.profiles import PROFILES
 from conformance.receiver import parse_listen
-from conformance.results import CheckResult, Report
-from conformance.runner import Listener, Session, run_checks
+from conformance.results import Report
+from conformance.runner import Listener, run_checks
 from conformance.sandboxes import Where, mock_where, sandboxed
 from conformance.target import BudgetExhausted, SetupProblem, Target, TargetUnreachable, Wait
 

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.checks import FAMILIES, Check, all_checks
-from conformance.results import CheckResult, Report, without_none
+from conformance.outcomes import CheckResult, without_none
+from conformance.results import Report
 from conformance.rules import Rule, rules
 from conformance.skips import NEEDS_CONTROL, NEEDS_CREATE, NEEDS_SPEND
 from conformance.target import BUDGET_USED_UP, TIME_BUDGET_USED_UP

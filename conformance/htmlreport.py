@@ -20,10 +20,9 @@ import re
 from markdown_it import MarkdownIt
 
 from conformance.coverage import CATEGORIES, Coverage, Gate, gates, rule_coverage
+from conformance.outcomes import CheckResult, Failure
 from conformance.reports import printable, rerun_command
 from conformance.results import (
-    CheckResult,
-    Failure,
     FailureGroup,
     Report,
     RootCause,

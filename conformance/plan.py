@@ -56,10 +56,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from conformance.passes import BREADTH as BREADTH
-from conformance.passes import DEPTH as DEPTH
-from conformance.passes import WHOLE as WHOLE
-from conformance.passes import share as share
+from conformance.passes import BREADTH, DEPTH, WHOLE
 
 if TYPE_CHECKING:
     from conformance.checks import Check

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from conformance.checks import Check
-from conformance.results import CheckResult
+from conformance.outcomes import CheckResult
 from conformance.skips import NOTHING_TO_JUDGE
 from conformance.target import Exchange, Wait
 

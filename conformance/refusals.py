@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from conformance.payment import BUDGET_CAPPED as BUDGET_CAPPED
-from conformance.payment import NO_CREDITS as NO_CREDITS
 from conformance.payment import payment_refused
 from conformance.skips import CAPABILITY_UNAVAILABLE
 from conformance.target import Exchange

@@ -20,14 +20,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from conformance.coverage import Coverage, Gate, gates, rule_coverage
-from conformance.results import (
-    CheckResult,
-    Failure,
-    Report,
-    group_failures,
-    group_warnings,
-    totals,
-)
+from conformance.outcomes import CheckResult, Failure
+from conformance.results import Report, group_failures, group_warnings, totals
 
 __all__ = [
     "failure_text",

@@ -14,10 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.outcomes import CheckResult as CheckResult
-from conformance.outcomes import Failure as Failure
-from conformance.outcomes import Warning_ as Warning_
-from conformance.outcomes import without_none as without_none
+from conformance.outcomes import CheckResult, Failure, Warning_
 
 if TYPE_CHECKING:
     from conformance.coverage import Gate

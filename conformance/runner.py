@@ -3,8 +3,7 @@
 :func:`run_checks` gives each check its turns: one in an unbounded run; in a bounded run a
 breadth pass, then a depth pass for the deep checks, each turn within an allowance of the
 request budget (conformance/plan.py). What a check sees while it runs (:class:`Session`,
-:class:`Context`) is conformance/context.py's; why it skips, conformance/skips.py's. Both are
-kept importable from here too.
+:class:`Context`) is conformance/context.py's; why it skips, conformance/skips.py's.
 """
 
 from __future__ import annotations
@@ -14,21 +13,18 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks import Check
-from conformance.context import Context as Context
-from conformance.context import MockIdentity as MockIdentity
-from conformance.context import Session as Session
+from conformance.context import Context, Session
+from conformance.outcomes import CheckResult
 from conformance.plan import Turn, turns
-from conformance.results import CheckResult
-from conformance.skips import CAPABILITY_UNAVAILABLE as CAPABILITY_UNAVAILABLE
-from conformance.skips import INFERRED_OPERATION as INFERRED_OPERATION
-from conformance.skips import NEEDS_CONTROL as NEEDS_CONTROL
-from conformance.skips import NEEDS_CREATE as NEEDS_CREATE
-from conformance.skips import NEEDS_SPEND as NEEDS_SPEND
-from conformance.skips import NOTHING_TO_JUDGE as NOTHING_TO_JUDGE
-from conformance.skips import Skip as Skip
-from conformance.target import BUDGET_USED_UP as BUDGET_USED_UP  # skip reasons, kept here too
-from conformance.target import TIME_BUDGET_USED_UP as TIME_BUDGET_USED_UP
-from conformance.target import BudgetExhausted, Exchange, SetupProblem, Target, TargetUnreachable
+from conformance.skips import NEEDS_CREATE, NEEDS_SPEND, NOTHING_TO_JUDGE, Skip
+from conformance.target import (
+    BUDGET_USED_UP,
+    BudgetExhausted,
+    Exchange,
+    SetupProblem,
+    Target,
+    TargetUnreachable,
+)
 
 # -- running ------------------------------------------------------------------------------------
 

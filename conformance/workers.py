@@ -61,8 +61,8 @@ from typing import Any, cast
 from conformance.api import Outcome, RunConfig, execute
 from conformance.checks import Check, all_checks, check_modules, shard
 from conformance.gcpolicy import collect_less_often
+from conformance.outcomes import CheckResult, Failure
 from conformance.progress import Batch
-from conformance.results import CheckResult, Failure
 from conformance.sandboxes import Where, close_sandbox, sandboxed
 from conformance.skips import NOTHING_TO_JUDGE
 from conformance.target import TargetUnreachable

@@ -30,7 +30,7 @@ from conformance.context import Context
 from conformance.contract import Operation
 from conformance.generation import Prepared
 from conformance.idpool import resource_id
-from conformance.plan import BREADTH, DEPTH, WHOLE
+from conformance.passes import BREADTH, DEPTH, WHOLE
 from conformance.refusals import refusal, refused_since
 from conformance.skips import Skip
 from conformance.target import Exchange, Together

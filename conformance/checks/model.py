@@ -36,7 +36,7 @@ from conformance.model.run import (
     plan_for,
     read_known,
 )
-from conformance.plan import BREADTH, DEPTH
+from conformance.passes import BREADTH, DEPTH
 from conformance.target import BudgetExhausted
 
 FAMILY = "model"

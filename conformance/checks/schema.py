@@ -41,7 +41,7 @@ from conformance.context import Context
 from conformance.contract import ContractView, Operation, link_value
 from conformance.generation import prepare, salted
 from conformance.model.run import StopRun
-from conformance.plan import BREADTH
+from conformance.passes import BREADTH
 from conformance.polling import beyond
 from conformance.refusals import refusal, refused_since
 from conformance.requestcheck import negatable

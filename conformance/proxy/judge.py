@@ -42,6 +42,7 @@ from conformance.checks.pagination import _stream_pointer
 from conformance.checks.schema import _carries_deprecated, _judge_deprecated
 from conformance.context import Context, Session
 from conformance.contract import Contract, Operation
+from conformance.outcomes import CheckResult
 from conformance.proxy.decoding import decoded
 from conformance.proxy.findings import MOCK, SIDES, Finding
 from conformance.proxy.forward import Seen
@@ -66,7 +67,6 @@ from conformance.proxy.sequences import (
     digest,
     world_change,
 )
-from conformance.results import CheckResult
 from conformance.target import Exchange, path_below
 
 NOT_KEPT_WHOLE = "a body longer than the proxy keeps, or in an encoding it cannot decode"

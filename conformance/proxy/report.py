@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance import reports
+from conformance.outcomes import CheckResult, Failure
 from conformance.proxy.findings import MOCK, SIDES, Finding
 from conformance.proxy.session import ProxySession
-from conformance.results import CheckResult, Failure, Report
+from conformance.results import Report
 from conformance.rules import rules
 
 PROXY_NOTE = (

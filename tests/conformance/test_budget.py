@@ -21,8 +21,7 @@ from conformance.checks import all_checks
 from conformance.cli import build_parser, main
 from conformance.plan import Plan
 from conformance.results import Report
-from conformance.runner import BUDGET_USED_UP, TIME_BUDGET_USED_UP
-from conformance.target import KEYED, Exchange
+from conformance.target import BUDGET_USED_UP, KEYED, TIME_BUDGET_USED_UP, Exchange
 from tests.conformance.support import GLOBEX, OWNER, live_mock, run_quietly
 
 EDITOR = "sk_test_acme_editor"

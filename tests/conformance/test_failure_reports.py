@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from conformance.cli import main
+from conformance.outcomes import CheckResult, Failure
 from conformance.reports import html_page
-from conformance.results import CheckResult, Failure, Report
+from conformance.results import Report
 from mockserver.settings import Settings
 from tests.conformance.support import OWNER, Served
 from tests.defects import create_app

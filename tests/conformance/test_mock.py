@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from conformance.checks.ratelimit import LOW_LIMIT
-from conformance.runner import CAPABILITY_UNAVAILABLE
+from conformance.skips import CAPABILITY_UNAVAILABLE
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import Served, live_mock, run_quietly
 

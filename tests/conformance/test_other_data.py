@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from conformance.checks.webhooks import PRIVATE_RECEIVER
 from conformance.checks.workflows import DAILY_LIMIT
 from conformance.contract import bundled_document
-from conformance.refusals import NO_CREDITS
+from conformance.payment import NO_CREDITS
 from conformance.results import Report
-from conformance.runner import CAPABILITY_UNAVAILABLE
+from conformance.skips import CAPABILITY_UNAVAILABLE
 from mockserver.fixtures import WORKSPACE_FIELDS, load_fixtures
 from mockserver.resources import default_fixtures_path
 from tests.conformance.support import free_port, live_mock, run_quietly

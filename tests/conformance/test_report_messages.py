@@ -16,8 +16,9 @@ from rich.console import Console
 from conformance.checks.schema import _refusal_diff, _refusal_problem
 from conformance.console import print_report, summary_table
 from conformance.htmlreport import cut, pretty_body
+from conformance.outcomes import CheckResult, Failure, Warning_
 from conformance.reports import failure_text, html_page, write_junit
-from conformance.results import CheckResult, Failure, Report, Warning_, group_warnings, totals
+from conformance.results import Report, group_warnings, totals
 from conformance.target import Exchange
 
 NONE = re.compile(r"\bNone\b")

@@ -17,15 +17,15 @@ import pytest
 from conformance.checks import select
 from conformance.cli import main
 from conformance.coverage import rule_coverage
+from conformance.outcomes import CheckResult
 from conformance.results import (
     EXIT_INSUFFICIENT_COVERAGE,
     EXIT_SETUP_PROBLEM,
     INSUFFICIENT_COVERAGE,
-    CheckResult,
     Report,
 )
 from conformance.rules import rules
-from conformance.runner import NEEDS_CREATE
+from conformance.skips import NEEDS_CREATE
 from tests.conformance.support import OWNER, Served, live_mock, run_quietly
 
 #: Two checks that judge a read-only run, two that need --allow-spend.

@@ -8,8 +8,8 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.runner import BUDGET_USED_UP, NEEDS_CREATE, NEEDS_SPEND
-from conformance.target import Target
+from conformance.skips import NEEDS_CREATE, NEEDS_SPEND
+from conformance.target import BUDGET_USED_UP, Target
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import GLOBEX, OWNER, Served, live_mock, run_quietly, skip_reasons
 

@@ -21,9 +21,10 @@ import conformance.workers
 from conformance.api import Outcome, RunConfig, validate
 from conformance.checks import shard
 from conformance.gcpolicy import THRESHOLDS
-from conformance.results import CheckResult, Failure, Report
-from conformance.runner import NOTHING_TO_JUDGE
+from conformance.outcomes import CheckResult, Failure
+from conformance.results import Report
 from conformance.sandboxes import Where
+from conformance.skips import NOTHING_TO_JUDGE
 from conformance.workers import (
     PRELOAD,
     Job,

@@ -19,8 +19,9 @@ import pytest
 from conformance.api import RunConfig, UsageError, validate
 from conformance.cli import build_parser, config_from
 from conformance.mockprocess import fixture_keys, restricted_key
-from conformance.results import CheckResult, Report
-from conformance.runner import NEEDS_CONTROL, NEEDS_CREATE, NOTHING_TO_JUDGE
+from conformance.outcomes import CheckResult
+from conformance.results import Report
+from conformance.skips import NEEDS_CONTROL, NEEDS_CREATE, NOTHING_TO_JUDGE
 from tests.conformance.support import OWNER, Served, live_mock, run_quietly
 
 EDITOR = "sk_test_acme_editor"

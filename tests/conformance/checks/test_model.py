@@ -14,7 +14,8 @@ import pytest
 from conformance.api import RunConfig, run
 from conformance.checks.model import MOCK_ONLY
 from conformance.model import run as model_run
-from conformance.results import CheckResult, Report
+from conformance.outcomes import CheckResult
+from conformance.results import Report
 from tests.conformance.support import OWNER, live_mock, run_quietly
 
 ONLY = ["model-workspace"]

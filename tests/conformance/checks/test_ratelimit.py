@@ -19,7 +19,8 @@ import pytest
 from conformance.api import RunConfig, run
 from conformance.checks.ratelimit import LOW_LIMIT, NEEDS_SAME_PERSON
 from conformance.coverage import rule_coverage
-from conformance.results import CheckResult, Report
+from conformance.outcomes import CheckResult
+from conformance.results import Report
 from tests.conformance.support import OWNER, Served, live_mock, run_quietly
 from tests.conformance.test_budget import Clock
 

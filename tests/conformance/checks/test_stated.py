@@ -11,8 +11,9 @@ import pytest
 from conformance.checks.stated import NEEDS_RESTRICTED
 from conformance.checks.webhooks import NEEDS_RECEIVER
 from conformance.contract import bundled_document
-from conformance.results import CheckResult, Report
-from conformance.runner import NEEDS_CONTROL, NEEDS_SPEND
+from conformance.outcomes import CheckResult
+from conformance.results import Report
+from conformance.skips import NEEDS_CONTROL, NEEDS_SPEND
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import GLOBEX, OWNER, Served, live_mock, run_quietly
 

@@ -8,7 +8,7 @@ import pytest
 
 from conformance.checks.webhooks import PRIVATE_RECEIVER
 from conformance.receiver import Receiver
-from conformance.runner import CAPABILITY_UNAVAILABLE
+from conformance.skips import CAPABILITY_UNAVAILABLE
 from tests.conformance.fake import KEY, FakeDeployment
 from tests.conformance.support import Served, free_port, run_quietly
 

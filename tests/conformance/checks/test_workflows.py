@@ -13,7 +13,7 @@ from conformance.checks.workflows import (
     NEEDS_VIDEO_URLS,
 )
 from conformance.results import Report
-from conformance.runner import NEEDS_CONTROL, NEEDS_CREATE, NEEDS_SPEND
+from conformance.skips import NEEDS_CONTROL, NEEDS_CREATE, NEEDS_SPEND
 from tests.conformance.support import OWNER, live_mock, run_quietly
 
 CHECKS = {
