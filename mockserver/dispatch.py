@@ -38,12 +38,11 @@ from mockserver.platform.faults import Fault, with_rate_limit
 from mockserver.platform.idempotency import fingerprint
 from mockserver.platform.journal import Entry, kept
 from mockserver.platform.jsonbody import JsonReader
-from mockserver.platform.ratelimit import RateState
+from mockserver.platform.ratelimit import Counted, RateState
 from mockserver.platform.validation import MISSING
 from mockserver.registry import Binding
 from mockserver.runtime import Runtime
 from mockserver.store import StoreError
-from mockserver.store.base import Counted
 
 CLIENT_GONE = 499  # the status journalled for a request whose client went away
 log = logging.getLogger("mockserver")

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from mockserver.contract import Operation
 
 WINDOW_SECONDS = 60
+# A request counted in a shared bucket with its catch-up (store/replica.py): its identity,
+# the window's start, and the count with it.
+Counted = tuple[str, float, int]
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class RateLimiter:
         self._windows: dict[str, tuple[float, int]] = {}  # identity -> (window start, count)
         self.shared = shared
 
-    def hit(self, identity: str, counted: tuple[str, float, int] | None = None) -> RateState:
+    def hit(self, identity: str, counted: Counted | None = None) -> RateState:
         """Count one request. A refused request takes nothing from the window: in memory it is
         not counted; in shared buckets any count past the limit refuses alike. ``counted``:
         the count the store made for this request with its catch-up (identity, window start,

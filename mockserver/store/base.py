@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from mockserver.platform.documents import DocKey
+from mockserver.platform.ratelimit import Counted
 
 T = TypeVar("T")
-Counted = tuple[str, float, int]  # a request's rate-limit identity, window start, count with it
 
 
 class StoreError(Exception):

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from mockserver.platform.documents import DocKey
-from mockserver.store.base import Counted
+from mockserver.platform.ratelimit import Counted
 
 T = TypeVar("T")
 

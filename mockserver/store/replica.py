@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mockserver.platform.clock import Clock
 from mockserver.platform.documents import DocKey, place
-from mockserver.platform.ratelimit import WINDOW_SECONDS
-from mockserver.store.base import Conflict, Counted, Delta, JournalRow, StoreError, Write
+from mockserver.platform.ratelimit import WINDOW_SECONDS, Counted
+from mockserver.store.base import Conflict, Delta, JournalRow, StoreError, Write
 from mockserver.store.sql import SqlWorld
 
 if TYPE_CHECKING:
@@ -464,7 +464,7 @@ class _Turn:
 
     def __init__(
         self,
-        caught: asyncio.Future[list[tuple[str, float, int] | None]],
+        caught: asyncio.Future[list[Counted | None]],
         journalled: asyncio.Future[None],
     ) -> None:
         self.caught = caught
@@ -479,11 +479,11 @@ class _Turn:
             self.hits[identity] = self.hits.get(identity, 0) + 1
         return len(self.identities) - 1
 
-    def counts(self, after: dict[str, tuple[float, int]]) -> list[tuple[str, float, int] | None]:
+    def counts(self, after: dict[str, tuple[float, int]]) -> list[Counted | None]:
         """Each request's (identity, window start, count with it): the requests of one
         identity counted in the order they joined, up to the count the store returned."""
         seen: dict[str, int] = {}
-        result: list[tuple[str, float, int] | None] = []
+        result: list[Counted | None] = []
         for identity in self.identities:
             if identity is None:
                 result.append(None)
