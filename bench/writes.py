@@ -15,11 +15,12 @@ schema; the mock and the database are left unpinned.
 Printed per run: requests/s, p50/p99 latency, responses that were not 2xx (by status), socket
 errors (wrk's, its 2 s timeouts included), and CPU per completed request in microseconds, of
 the mock (all its workers) and of the database server apart (from /proc, before and after the
-measured run). Then, per configuration: the median and the spread (min-max) over ``--runs``
-runs, and the ratio of the median requests/s to that of one worker on the same kind of
-store. CPU per request is the steadier figure on a machine shared with other work. Without
---pg-url a throwaway PostgreSQL cluster (server defaults: fsync on) is started and removed at
-exit.
+measured run), and the database's transactions per request (pg_stat_database: each statement
+of the mock's is one, a write refused for a conflict too). Then, per configuration: the
+median and the spread (min-max) over ``--runs`` runs, and the ratio of the median requests/s
+to that of one worker on the same kind of store. CPU per request is the steadier figure on a
+machine shared with other work. Without --pg-url a throwaway PostgreSQL cluster (server
+defaults: fsync on) is started and removed at exit.
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stores import fresh_schema, inspect_server, start_cluster, stop_on_sigterm  # bench/
+from stores import (  # bench/
+    fresh_schema,
+    inspect_server,
+    start_cluster,
+    stop_on_sigterm,
+    transactions,
+)
 from wrkmix import (  # bench/wrkmix.py
     CONNECTIONS,
     HERE,
@@ -63,6 +70,7 @@ SANDBOX_WARM_UP_SECONDS = 12
 class Run(Figures):
     mock_us: float = 0.0
     db_us: float | None = None
+    statements: float | None = None  # database transactions per request (each statement one)
 
 
 @dataclass
@@ -130,11 +138,13 @@ def measure(config: Config, seconds: int, pg_url: str | None, postmaster: int | 
         keys = ",".join(keys_for(server.base, config.sandboxes))
         warm_up = SANDBOX_WARM_UP_SECONDS if config.sandboxes else WARM_UP_SECONDS
         run_wrk(server.base, warm_up, [keys], pin_wrk, SCRIPT)
+        xacts_before = transactions(pg_url) if database is not None else 0
         mock_before = tree_cpu(server.process.pid)
         db_before = tree_cpu(database) if database is not None else 0.0
         figures = run_wrk(server.base, seconds, [keys], pin_wrk, SCRIPT)
         mock_cpu = tree_cpu(server.process.pid) - mock_before
         db_cpu = tree_cpu(database) - db_before if database is not None else None
+        xacts = transactions(pg_url) - xacts_before if database is not None else None
     finally:
         stop_server(server)
     run = Run()
@@ -142,12 +152,15 @@ def measure(config: Config, seconds: int, pg_url: str | None, postmaster: int | 
     per_request = 1e6 / max(run.requests, 1)
     run.mock_us = mock_cpu * per_request
     run.db_us = None if db_cpu is None else db_cpu * per_request
+    run.statements = None if xacts is None else xacts / max(run.requests, 1)
     return run
 
 
 def describe(config: Config, run: Run) -> str:
     refused = ", ".join(f"{n} x {status}" for status, n in sorted(run.statuses.items()))
     db = "" if run.db_us is None else f", database {run.db_us:,.0f} us"
+    if run.statements is not None:
+        db += f"; {run.statements:.2f} statements/request"
     line = (
         f"{config.label}: {run.rate:,.0f} req/s, p50 {run.p50_ms:.1f} ms, p99 {run.p99_ms:.1f} ms,"
         f" non-2xx {run.non2xx}{f' ({refused})' if refused else ''}, socket errors"
@@ -168,8 +181,9 @@ def spread(values: list[float], fmt: str = ",.0f") -> str:
 
 def table(configs: list[Config]) -> None:
     print("\n| configuration | req/s, median (min-max) | × 1 worker | non-2xx (all runs) |"
-          " socket errors | mock CPU/request, µs | database CPU/request, µs |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+          " socket errors | mock CPU/request, µs | database CPU/request, µs |"
+          " statements/request |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     base: dict[int, float] = {}  # sandboxes (0: one world) -> 1-worker median
     for config in configs:
         rate = statistics.median(run.rate for run in config.runs)
@@ -179,11 +193,12 @@ def table(configs: list[Config]) -> None:
         refused = sum(run.non2xx for run in config.runs)
         broken = sum(run.socket_errors for run in config.runs)
         db = [run.db_us for run in config.runs if run.db_us is not None]
+        statements = [run.statements for run in config.runs if run.statements is not None]
         print(
             f"| {config.label} | {spread([run.rate for run in config.runs])} |"
             f" {'' if ratio is None or config.store == 'memory' else f'{ratio:.2f}'} |"
             f" {refused} | {broken} | {spread([run.mock_us for run in config.runs])} |"
-            f" {spread(db) if db else '–'} |"
+            f" {spread(db) if db else '–'} | {spread(statements, '.2f') if statements else '–'} |"
         )
 
 
