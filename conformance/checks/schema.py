@@ -343,7 +343,7 @@ def _follow_links(ctx: Context, allowed: set[str]) -> None:
             if (
                 target is None
                 or target.operation_id not in allowed
-                or not _target_must_exist(link, target.method)
+                or not target_must_exist(link, target.method)
             ):
                 continue
             values = {
@@ -362,7 +362,7 @@ def _follow_links(ctx: Context, allowed: set[str]) -> None:
                 _expect_link_target(ctx, name, link, answer, f" from {op.label}")
 
 
-def _target_must_exist(link: dict[str, Any], method: str) -> bool:
+def target_must_exist(link: dict[str, Any], method: str) -> bool:
     """Whether following ``link`` (with ``method``) must not answer 404: not when the link
     says a 404 may come, nor for a DELETE."""
     return method != "DELETE" and "404" not in str(link.get("description", ""))
@@ -411,12 +411,12 @@ def _machine(ctx: Context, base: Any) -> Any:
             if transition is None or not wanted or not wanted <= applied:
                 return output
             exchange = exchanges.get(input.case.id)
-            link = _link(ctx, transition.id)
+            link = link_of(ctx.contract.full, transition.id)
             values = {str(v) for v in input.case.path_parameters.values()}
             if (
                 exchange is not None
                 and statuses.get(transition.parent_id, 0) // 100 == 2
-                and _target_must_exist(link, output.case.method)
+                and target_must_exist(link, output.case.method)
                 and not values & deleted
             ):
                 _expect_link_target(ctx, transition.id, link, exchange)
@@ -458,10 +458,18 @@ def _machine(ctx: Context, base: Any) -> Any:
     return Machine
 
 
-def _link(ctx: Context, name: str) -> dict[str, Any]:
-    for op in ctx.contract.full.operations.values():
+def link_of(full: Any, transition: str) -> dict[str, Any]:
+    """The link a state-machine transition followed: its id is ``SOURCE -> [STATUS] NAME ->
+    TARGET`` (``POST /v1/video/render -> [200] GetJobProposal -> GET /v1/jobs/{jobId}/...``),
+    or the link's name alone."""
+    parts = transition.split(" -> ")
+    name = parts[1].split("] ", 1)[-1] if len(parts) == 3 else transition
+    source = parts[0] if len(parts) == 3 else None
+    for op in full.operations.values():
+        if source is not None and f"{op.method} {op.path}" != source:
+            continue
         for response in op.definition.get("responses", {}).values():
-            links = ctx.contract.full.resolve(response).get("links", {})
+            links = full.resolve(response).get("links", {})
             if name in links:
                 return dict(links[name])
     return {}

@@ -3,6 +3,7 @@ stateful check follows once each (schema-stateful's deterministic part)."""
 
 from __future__ import annotations
 
+from conformance.checks.schema import link_of, target_must_exist
 from conformance.contract import Contract, link_value
 
 BODY = {"project": {"id": "prj_1", "a/b": {"~x": 7}}, "list": [1]}
@@ -32,3 +33,16 @@ def test_every_link_with_parameters_uses_expressions_link_value_reads():
                     found += 1
                     assert str(expression).startswith(("$response.body#/", "$request.path."))
     assert found >= 10
+
+
+def test_a_transition_finds_the_link_it_followed_and_what_that_link_allows():
+    """schema-stateful names a transition ``SOURCE -> [STATUS] NAME -> TARGET``: the link is
+    found by it (not only by its name), so a link that says its target may answer 404
+    (GetJobProposal: footage edits only) is not held to ``link-target-exists``."""
+    full = Contract().full
+    transition = "POST /v1/video/render -> [200] GetJobProposal -> GET /v1/jobs/{jobId}/proposal"
+    link = link_of(full, transition)
+    assert link["operationId"] == "getJobProposal"
+    assert not target_must_exist(link, "GET")
+    assert link_of(full, "GetJobProposal") == link
+    assert link_of(full, "POST /v1/video/render -> [200] NoSuchLink -> GET /x") == {}
