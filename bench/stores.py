@@ -242,15 +242,21 @@ def measure(bench: Bench, config: Config) -> Result:
 def transactions(url: str | None) -> int:
     """Transactions the database has run (pg_stat_database; its counters are flushed within a
     second, so this waits that long first). Every statement of the mock's is one."""
+    return rolled_back(url)[0]
+
+
+def rolled_back(url: str | None) -> tuple[int, int]:
+    """Transactions the database has run, and those of them rolled back (a write of the mock's
+    refused for a conflict is one), as :func:`transactions` reads them."""
     import psycopg
 
     time.sleep(1.2)
     with psycopg.connect(url, autocommit=True) as conn:
         found = conn.execute(
-            "SELECT xact_commit + xact_rollback FROM pg_stat_database"
+            "SELECT xact_commit + xact_rollback, xact_rollback FROM pg_stat_database"
             " WHERE datname = current_database()"
         ).fetchone()
-    return int(found[0]) if found else 0
+    return (int(found[0]), int(found[1])) if found else (0, 0)
 
 
 # -- PostgreSQL round trips per operation, in-process -------------------------------------------

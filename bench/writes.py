@@ -16,7 +16,8 @@ Printed per run: requests/s, p50/p99 latency, responses that were not 2xx (by st
 errors (wrk's, its 2 s timeouts included), and CPU per completed request in microseconds, of
 the mock (all its workers) and of the database server apart (from /proc, before and after the
 measured run), and the database's transactions per request (pg_stat_database: each statement
-of the mock's is one, a write refused for a conflict too). Then, per configuration: the
+of the mock's is one, a write refused for a conflict too) and, of them, those rolled back (the
+writes refused for a conflict, each run again caught up). Then, per configuration: the
 median and the spread (min-max) over ``--runs`` runs, and the ratio of the median requests/s
 to that of one worker on the same kind of store. CPU per request is the steadier figure on a
 machine shared with other work. Without --pg-url a throwaway PostgreSQL cluster (server
@@ -41,9 +42,9 @@ from pathlib import Path
 from stores import (  # bench/
     fresh_schema,
     inspect_server,
+    rolled_back,
     start_cluster,
     stop_on_sigterm,
-    transactions,
 )
 from wrkmix import (  # bench/wrkmix.py
     CONNECTIONS,
@@ -71,6 +72,7 @@ class Run(Figures):
     mock_us: float = 0.0
     db_us: float | None = None
     statements: float | None = None  # database transactions per request (each statement one)
+    refused: float | None = None  # of them, rolled back per request (writes refused: conflicts)
 
 
 @dataclass
@@ -138,13 +140,13 @@ def measure(config: Config, seconds: int, pg_url: str | None, postmaster: int | 
         keys = ",".join(keys_for(server.base, config.sandboxes))
         warm_up = SANDBOX_WARM_UP_SECONDS if config.sandboxes else WARM_UP_SECONDS
         run_wrk(server.base, warm_up, [keys], pin_wrk, SCRIPT)
-        xacts_before = transactions(pg_url) if database is not None else 0
+        xacts_before = rolled_back(pg_url) if database is not None else (0, 0)
         mock_before = tree_cpu(server.process.pid)
         db_before = tree_cpu(database) if database is not None else 0.0
         figures = run_wrk(server.base, seconds, [keys], pin_wrk, SCRIPT)
         mock_cpu = tree_cpu(server.process.pid) - mock_before
         db_cpu = tree_cpu(database) - db_before if database is not None else None
-        xacts = transactions(pg_url) - xacts_before if database is not None else None
+        xacts = rolled_back(pg_url) if database is not None else None
     finally:
         stop_server(server)
     run = Run()
@@ -152,7 +154,9 @@ def measure(config: Config, seconds: int, pg_url: str | None, postmaster: int | 
     per_request = 1e6 / max(run.requests, 1)
     run.mock_us = mock_cpu * per_request
     run.db_us = None if db_cpu is None else db_cpu * per_request
-    run.statements = None if xacts is None else xacts / max(run.requests, 1)
+    if xacts is not None:
+        run.statements = (xacts[0] - xacts_before[0]) / max(run.requests, 1)
+        run.refused = (xacts[1] - xacts_before[1]) / max(run.requests, 1)
     return run
 
 
@@ -160,7 +164,7 @@ def describe(config: Config, run: Run) -> str:
     refused = ", ".join(f"{n} x {status}" for status, n in sorted(run.statuses.items()))
     db = "" if run.db_us is None else f", database {run.db_us:,.0f} us"
     if run.statements is not None:
-        db += f"; {run.statements:.2f} statements/request"
+        db += f"; {run.statements:.2f} statements/request, {run.refused:.3f} refused"
     line = (
         f"{config.label}: {run.rate:,.0f} req/s, p50 {run.p50_ms:.1f} ms, p99 {run.p99_ms:.1f} ms,"
         f" non-2xx {run.non2xx}{f' ({refused})' if refused else ''}, socket errors"
@@ -182,8 +186,8 @@ def spread(values: list[float], fmt: str = ",.0f") -> str:
 def table(configs: list[Config]) -> None:
     print("\n| configuration | req/s, median (min-max) | × 1 worker | non-2xx (all runs) |"
           " socket errors | mock CPU/request, µs | database CPU/request, µs |"
-          " statements/request |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          " statements/request | refused writes/request |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     base: dict[int, float] = {}  # sandboxes (0: one world) -> 1-worker median
     for config in configs:
         rate = statistics.median(run.rate for run in config.runs)
@@ -194,11 +198,13 @@ def table(configs: list[Config]) -> None:
         broken = sum(run.socket_errors for run in config.runs)
         db = [run.db_us for run in config.runs if run.db_us is not None]
         statements = [run.statements for run in config.runs if run.statements is not None]
+        refusals = [run.refused for run in config.runs if run.refused is not None]
         print(
             f"| {config.label} | {spread([run.rate for run in config.runs])} |"
             f" {'' if ratio is None or config.store == 'memory' else f'{ratio:.2f}'} |"
             f" {refused} | {broken} | {spread([run.mock_us for run in config.runs])} |"
             f" {spread(db) if db else '–'} | {spread(statements, '.2f') if statements else '–'} |"
+            f" {spread(refusals, '.3f') if refusals else '–'} |"
         )
 
 

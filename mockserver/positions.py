@@ -1,7 +1,8 @@
 """Where each record of a collection sits in paging order, so a page starts by bisection.
 
-A collection (``{id: record}``) is in insertion order, which is ``_seq`` order: records are
-placed at its end with the next sequence (``World.insert``) and only ever removed otherwise.
+A collection (``{id: record}``) is in ``_seq`` order: a record made here is placed at its end
+with the next sequence (``World.insert``); one that another process made at the same time may
+come in with a lower one, and is placed where its sequence puts it (``World.put_document``).
 An :class:`Index` keeps that order as two parallel lists, the sequences and the ids, so "the
 first record after position ``p``" is a bisection (O(log n)) and reading a page from there
 costs the page, however deep it is. A :class:`Ranking` keeps another order: a field,
@@ -82,6 +83,22 @@ class Index:
             return False
         self.seqs.append(seq)
         self.ids.append(record["id"])
+        for ranking in self.rankings.values():
+            ranking.add(record)
+        return True
+
+    def place(self, record: Record) -> bool:
+        """A record placed where its ``_seq`` puts it: at the end (:meth:`append`), or, made
+        by another process at the same time as the last ones, before them. False when its
+        ``_seq`` is here already (the index no longer describes the collection)."""
+        seq = record["_seq"]
+        if not self.seqs or seq > self.seqs[-1]:
+            return self.append(record)
+        at = bisect_left(self.seqs, seq)
+        if self.seqs[at] == seq:
+            return False
+        self.seqs.insert(at, seq)
+        self.ids.insert(at, record["id"])
         for ranking in self.rankings.values():
             ranking.add(record)
         return True

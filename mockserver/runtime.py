@@ -29,7 +29,7 @@ from mockserver.platform.transactions import Transaction, active, clone, transac
 from mockserver.platform.validation import OperationValidator, compile_all
 from mockserver.seams import Seams
 from mockserver.settings import Settings
-from mockserver.store.base import Persistence, StoreError
+from mockserver.store.base import Changes, Persistence, StoreError
 from mockserver.store.memory import InMemory
 from mockserver.store.replica import RATE_LIMIT, Replica
 from mockserver.store.sql import SqlWorld
@@ -90,6 +90,7 @@ class Runtime:
         self.fixtures = fixtures if fixtures is not None else load_fixtures(self.settings.fixtures)
         self.start = start or parse_time(self.fixtures.get("clock", {}).get("start", DEFAULT_START))
         self.clock: Clock = make_clock(self.settings.clock, self.start)
+        self._numbering = (1, 0)  # a single process's: see number_worlds
         self._id_key = self._kept_secret("ids", lambda: secrets_.token_bytes(16))
         self._pristine: World | None = None  # the fixtures' world, kept for resets
         self.world: World = self._new_world()
@@ -157,7 +158,14 @@ class Runtime:
     def _keyed(self, world: World) -> World:
         if self._id_key is not None and self.settings.seed is None:
             world.ids.rekey(self._id_key)
+        world.number(*self._numbering)
         return world
+
+    def number_worlds(self, slots: int, slot: int) -> None:
+        """Number this world and every later one with ``slot`` of ``slots`` (World.number):
+        the slot a shared store gave this process."""
+        self._numbering = (slots, slot)
+        self.world.number(slots, slot)
 
     def _new_world(self) -> World:
         return self._keyed(build_world(self.fixtures, seed=self.settings.seed, seams=self.seams))
@@ -259,7 +267,13 @@ class Runtime:
                 if self._commit_listeners:
                     self._committing(tx, world)
                 # The store, last: its write may fail (Conflict).
-                self.persistence.committed(frozenset(tx.changed()), self.world is not world)
+                changes = Changes(
+                    frozenset(tx.changed()),
+                    frozenset(tx.created()),
+                    tx.membership,
+                    self.world is not world,
+                )
+                self.persistence.committed(changes)
         except BaseException:
             self.world = world
             if moment is not None and self.clock.now() != moment:

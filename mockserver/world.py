@@ -39,13 +39,13 @@ from typing import Any
 
 from mockserver.platform.documents import DocKey, document, documents, place, remove
 from mockserver.platform.ids import IdFactory
-from mockserver.platform.transactions import active, adopt, plain
+from mockserver.platform.transactions import active, adopt, plain, read_an_index
 from mockserver.positions import Index
 
 
 def own_record(world: World, workspace_id: str, name: str, record_id: str) -> dict[str, Any] | None:
     """A record of this workspace, or None (ids of other workspaces are simply not here)."""
-    return world.collection(workspace_id, name).get(record_id)
+    return world.record_in(workspace_id, name, record_id)
 
 
 def marked_available(capability: dict[str, Any]) -> bool:
@@ -119,6 +119,22 @@ class Query:
         return seq
 
 
+def _in_order(collection: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
+    """Keep a collection in ``_seq`` order when ``record``, just placed at its end, has a lower
+    one than the records before it: those move after it (a few: made at the same time)."""
+    seq = record["_seq"]
+    later: list[str] = []
+    for record_id in reversed(collection):
+        other = dict.__getitem__(collection, record_id)
+        if other is record:
+            continue
+        if other["_seq"] < seq:
+            break
+        later.append(record_id)
+    for record_id in reversed(later):
+        dict.__setitem__(collection, record_id, dict.pop(collection, record_id))
+
+
 class World:
     """The state, and the two rules that read it: ``find_record`` (which records a workspace
     sees) and ``capability_available`` (the runtime's seams).
@@ -148,11 +164,13 @@ class World:
         self.find_record = find_record
         self.capability_available = capability_available
         self._indexes: dict[tuple[str, str], Index] = {}
+        self._slots, self._slot = 1, 0  # see number()
 
     # -- workspaces --------------------------------------------------------------------------
 
     @property
     def workspaces(self) -> dict[str, dict[str, Any]]:
+        read_an_index()
         return self.data["workspaces"]
 
     def workspace(self, workspace_id: str) -> dict[str, Any]:
@@ -170,7 +188,17 @@ class World:
 
     def collection(self, workspace_id: str, name: str) -> dict[str, dict[str, Any]]:
         """A collection of a workspace, made empty if it has none yet (KeyError for a workspace
-        that does not exist)."""
+        that does not exist).
+
+        What a collection holds is read here and by the lists, counts and searches below
+        (:func:`~mockserver.platform.transactions.read_an_index`: a store shared by several
+        processes serialises such a transaction's write against every other write); a record
+        looked up by its id (:meth:`get`, :meth:`record_in`) or added (:meth:`insert`) is not
+        such a read."""
+        read_an_index()
+        return self._collection(workspace_id, name)
+
+    def _collection(self, workspace_id: str, name: str) -> dict[str, dict[str, Any]]:
         try:
             collections = self.data["workspaces"][workspace_id]["collections"]
             found: dict[str, dict[str, Any]] = collections[name]
@@ -182,16 +210,21 @@ class World:
         """A record of this workspace, or None (ids of other workspaces are simply not here)."""
         return self.find_record(self, workspace_id, name, record_id)
 
+    def record_in(self, workspace_id: str, name: str, record_id: str) -> dict[str, Any] | None:
+        """The record of a collection under ``record_id``, or None (the seams' ``find_record``
+        decides which of them a workspace sees: :meth:`get`)."""
+        return self._collection(workspace_id, name).get(record_id)
+
     def insert(self, workspace_id: str, name: str, record: dict[str, Any]) -> dict[str, Any]:
         """Add a record at the end of its collection's order."""
         record["_seq"] = self.next_seq()
-        self.collection(workspace_id, name)[record["id"]] = record
+        self._collection(workspace_id, name)[record["id"]] = record
         self._note_insert(workspace_id, name, record)
         return record
 
     def delete(self, workspace_id: str, name: str, record_id: str) -> None:
         """Remove a record of this workspace (KeyError if it is not there)."""
-        del self.collection(workspace_id, name)[record_id]
+        del self._collection(workspace_id, name)[record_id]
         self._note_delete(workspace_id, name, record_id)
 
     def find(self, name: str, record_id: str) -> tuple[str, dict[str, Any]] | None:
@@ -207,10 +240,20 @@ class World:
     def records(self, workspace_id: str, name: str) -> Iterator[dict[str, Any]]:
         return iter(self.collection(workspace_id, name).values())
 
+    def number(self, slots: int, slot: int) -> None:
+        """Number with ``slot`` of ``slots``: the ids this world makes hash the slot
+        (platform/ids.py), and each sequence number it takes is the next multiple of
+        ``slots`` plus ``slot``. Processes sharing a store each take a slot of their own
+        (store/replica.py), so that two that take a number at once take two; a single process
+        numbers with slot 0 of 1, one after another."""
+        self.ids.slot = slot
+        self._slots, self._slot = slots, slot
+
     def next_seq(self) -> int:
         """Take the next insertion sequence number (the order records are paged in)."""
-        self.data["seq"] += 1
-        seq: int = self.data["seq"]
+        slots = self._slots
+        seq: int = (self.data["seq"] // slots + 1) * slots + self._slot
+        self.data["seq"] = seq
         return seq
 
     def last_seq(self) -> int:
@@ -307,6 +350,7 @@ class World:
 
     def deliveries(self) -> dict[str, dict[str, Any]]:
         """The webhook deliveries by id, in the order they were made (section ``deliveries``)."""
+        read_an_index()
         return self.section("deliveries")
 
     def fixture(self, name: str, default: Any = None) -> Any:
@@ -332,6 +376,7 @@ class World:
 
     def capabilities(self) -> dict[str, dict[str, Any]]:
         """The price table by capability name, in catalogue order."""
+        read_an_index()
         table: dict[str, dict[str, Any]] = self.data["capabilities"]
         return table
 
@@ -350,6 +395,7 @@ class World:
     def sweep_kept(self, now: float) -> float | None:
         """Forget kept answers expired at ``now`` (epoch seconds); answers when the next one
         expires (or None)."""
+        read_an_index()
         upcoming: float | None = None
         store = self.data["idempotency"]
         for workspace_id in list(store):
@@ -388,10 +434,17 @@ class World:
 
     def put_document(self, doc: DocKey, value: Any) -> None:
         """Put a document another process wrote (store/replica.py), outside any transaction:
-        a new record goes at the end of its collection."""
+        a new record goes where its ``_seq`` puts it in its collection (at the end, or before
+        records made at the same time by others: numbered by slot, World.number)."""
         new = place(self.data, doc, value)
         if new and doc[0] == "rec":
-            self._note_insert(doc[1], doc[2], self.collection(doc[1], doc[2])[doc[3]])
+            collection = self._collection(doc[1], doc[2])
+            record = collection[doc[3]]
+            _in_order(collection, record)
+            key = (doc[1], doc[2])
+            index = self._indexes.get(key)
+            if index is not None and not index.place(record):
+                del self._indexes[key]
 
     def drop_document(self, doc: DocKey) -> None:
         """Take out a document another process deleted (store/replica.py)."""

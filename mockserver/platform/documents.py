@@ -13,7 +13,10 @@ A document is named by a :data:`DocKey`, a tuple whose first item is its kind::
     ("section", name)         data[name], any other top-level entry (fixtures, discovery, ...)
 
 Counters and ``seq`` are documents of their own (not one section) because nearly every write
-takes a number: a store then updates one small row per prefix. Deliveries are one document
+takes a number: a store then updates one small row per prefix. They are the documents that
+commute (:data:`COMMUTING`): numbers that only grow, so a store shared by several processes
+keeps the greatest one written, and two writes that each took the next number do not collide
+(each process numbers with a slot of its own: world.py ``number``). Deliveries are one document
 each, not one section, because the delivery worker changes one delivery per attempt.
 
 Everything inside a document belongs to it, at any depth. The containers between the root
@@ -36,6 +39,7 @@ from typing import Any
 
 DocKey = tuple[Any, ...]
 ANY = "*"
+COMMUTING = frozenset({"counter", "seq"})  # kinds of document a store keeps the greatest of
 
 # (path pattern, key template): ANY matches one key; an int in the template is the position
 # of the path part it takes. Every prefix of a pattern that is not itself listed is an index.

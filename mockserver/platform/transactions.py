@@ -73,7 +73,17 @@ class Transaction:
     """The undo log of one open transaction, the slots whose new values need adopting, and
     the documents it changed."""
 
-    __slots__ = ("_changed", "_copied", "_deleted", "adopt_dicts", "adopt_lists", "open", "undo")
+    __slots__ = (
+        "_changed",
+        "_copied",
+        "_created",
+        "_deleted",
+        "adopt_dicts",
+        "adopt_lists",
+        "membership",
+        "open",
+        "undo",
+    )
 
     def __init__(self) -> None:
         self.undo: list[tuple[Any, ...]] = []
@@ -82,6 +92,10 @@ class Transaction:
         self._copied: set[int] = set()  # lists (by id) whose whole content is already saved
         self._changed: set[DocKey] = set()
         self._deleted: set[DocKey] = set()
+        self._created: set[DocKey] = set()
+        # Whether it read which documents an index holds (a list, a count, a search): what
+        # a store shared by several processes serialises against every other write.
+        self.membership = False
         self.open = True
 
     # -- what changed ------------------------------------------------------------------------
@@ -96,6 +110,12 @@ class Transaction:
     def deleted(self) -> set[DocKey]:
         """Those of :meth:`changed` that are gone now (removed, and not put back since)."""
         return set(self._deleted)
+
+    def created(self) -> set[DocKey]:
+        """Those of :meth:`changed` that this transaction made: no document was under their key
+        when it began (a record inserted, an answer kept under a new key), and they are there
+        now."""
+        return self._created - self._deleted
 
     def _present(self, doc: DocKey) -> None:
         self._changed.add(doc)
@@ -127,22 +147,29 @@ class Transaction:
             if child is place.doc:
                 self._changed.add(child)  # a workspace's own field
             else:
-                self._present(child)
+                self._placed(child, old is _ABSENT)
             self.adopt_dicts.append((container, key))
         else:
             if old is not _ABSENT:
                 self._removed(old, child)
-            value = self._adopt_place(value, child)  # type: ignore[arg-type]
+            value = self._adopt_place(value, child, old is _ABSENT)  # type: ignore[arg-type]
         dict.__setitem__(container, key, value)
 
-    def _adopt_place(self, value: Any, place: Place) -> Any:
-        """``value`` as a tracked container at ``place``, its documents marked present.
+    def _placed(self, doc: DocKey, new: bool) -> None:
+        """A document put under a key of an index (``new``: the key was free)."""
+        if new and doc not in self._changed:
+            self._created.add(doc)
+        self._present(doc)
+
+    def _adopt_place(self, value: Any, place: Place, new: bool = False) -> Any:
+        """``value`` as a tracked container at ``place``, its documents marked present (and
+        created, when ``new``: nothing was at ``place`` before).
 
         The documents themselves stay as they are (a handler may hold them) and are adopted
         at commit, like any value set inside a transaction.
         """
         if place.doc is not None:
-            self._present(place.doc)
+            self._placed(place.doc, new)
         if not isinstance(value, dict):
             return adopt(value, None, place)
         tracked: Any = value
@@ -153,10 +180,10 @@ class Transaction:
             child = place.child(key)
             if type(child) is tuple:
                 if child is not place.doc:
-                    self._present(child)
+                    self._placed(child, new)
                 self.adopt_dicts.append((tracked, key))
             else:
-                item = self._adopt_place(item, child)
+                item = self._adopt_place(item, child, new)
             dict.__setitem__(tracked, key, item)
         return tracked
 
@@ -258,6 +285,14 @@ class Transaction:
 
 
 _current: ContextVar[Transaction | None] = ContextVar("mockserver_transaction", default=None)
+
+
+def read_an_index() -> None:
+    """Tell the transaction open here, if any, that it read which documents an index holds
+    (world.py calls it where a collection is listed, counted or searched)."""
+    tx = _current.get()
+    if tx is not None:
+        tx.membership = True
 
 
 def active() -> Transaction | None:

@@ -55,12 +55,37 @@ class Delta:
 
 
 @dataclass(frozen=True, slots=True)
+class Changes:
+    """What one transaction changed, as a store is told at its end (platform/transactions.py)."""
+
+    changed: frozenset[DocKey]
+    created: frozenset[DocKey]  # of ``changed``: made by it (no document was under the key)
+    read_an_index: bool  # it read which documents an index holds (a list, a count, a search)
+    replaced: bool = False  # it replaced the whole world (a reset, a restore)
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
     """One transaction's changes: documents to write (value None: delete), or (``whole``)
-    every document of the world, replacing what the store held."""
+    every document of the world, replacing what the store held.
+
+    How a store shared by several processes checks it (store/replica.py, postgres.py):
+    - ``serial``: against every write since the revision the process knows (it read an
+      index, so another process's new record could change what it read; a whole world);
+    - else against the writes since then that were not appends: those that changed a
+      document the process may have read;
+    - ``appends``: it wrote only documents it created and counters that commute
+      (platform/documents.py ``COMMUTING``), so other writes need not be checked against it
+      but serial ones.
+    Each document of ``created`` is written only where none is (a deleted one aside): one that
+    another process made first (the same Idempotency-Key on two workers) is a conflict.
+    """
 
     docs: Sequence[tuple[DocKey, Any]]
     whole: bool
+    created: frozenset[DocKey] = frozenset()
+    serial: bool = True
+    appends: bool = False
 
 
 class WorldStore(Protocol):
@@ -83,8 +108,9 @@ class WorldStore(Protocol):
         ...
 
     def write(self, change: Write, rev: int, epoch: int) -> tuple[int, int]:
-        """Write one transaction's changes over revision ``rev`` and commit; the new
-        (rev, epoch). :class:`Conflict` (nothing written) when the world is not at ``rev``."""
+        """Write one transaction's changes over revision ``rev`` and commit; the revision it
+        wrote and the new epoch. :class:`Conflict` (nothing written) when another process's
+        write came between (:class:`Write` says which count)."""
         ...
 
     def secret(self, name: str, make: Callable[[], bytes]) -> bytes:
@@ -113,7 +139,7 @@ class Persistence(Protocol):
         nothing was counted)."""
         ...
 
-    def committed(self, changed: frozenset[DocKey], replaced: bool) -> None:
+    def committed(self, changes: Changes) -> None:
         """A transaction is ending: keep what it changed (:class:`Conflict`: undo it)."""
         ...
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from mockserver.platform.documents import DocKey
 from mockserver.platform.ratelimit import Counted
+from mockserver.store.base import Changes
 
 T = TypeVar("T")
 
@@ -25,7 +25,7 @@ class InMemory:
     async def catch_up_together(self, identity: Callable[[], str | None]) -> Counted | None:
         return None
 
-    def committed(self, changed: frozenset[DocKey], replaced: bool) -> None:
+    def committed(self, changes: Changes) -> None:
         return None
 
     def keep_runtime_state(self) -> None:

@@ -14,17 +14,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from mockserver.platform.documents import COMMUTING
 from mockserver.store.base import JournalRow, StoreError, Write
-from mockserver.store.sql import BUMP, UPSERT, Dialect, SqlStore, conflict, rows_of
+from mockserver.store.sql import (
+    ORD_STRIDE,
+    UPSERT,
+    Dialect,
+    SqlStore,
+    conflict,
+    encode_key,
+    encode_value,
+    rows_of,
+)
 
 # The world's write lock (store/replica.py): a session-level advisory lock that a process
 # takes on a connection of its own, awaited (the event loop goes on while it waits in the
 # database, and waiting there costs no CPU), before a writing unit of work catches up, runs
-# and writes; given back after the write. Writes check only the world's revision.
+# and writes; given back after the write. Writes check only the world's revisions.
 WORLD_LOCK = 0x776C6F63  # "wloc", with the world's hash
 # Taking it and catching up under it, in one round trip: a function of the session's own
 # (pg_temp), because each statement in a volatile function sees what was committed before it
@@ -55,31 +66,63 @@ RELEASE_FLUSHED = (
 # conflict. Held rarely and briefly, it costs the other writes nothing else.
 GUARD_LOCK = 0x67726469  # "grdi", with the world's hash
 GUARD = "SELECT pg_advisory_lock(%s, hashtext(%s))"
-GUARDED = " AND pg_try_advisory_xact_lock_shared(%s, hashtext(%s))"
+GUARDED = " AND pg_try_advisory_xact_lock_shared(%(guard)s, hashtext(%(world)s))"
 
 
-# One transaction's documents in one statement: the revision moved on (failing when another
-# process moved it first: nothing is written), the rows upserted. Committed without waiting
-# for the disk, so that the world's row is locked only for the statement, never for a flush;
-# FLUSH then waits for it (below).
-def _written(guard: str) -> str:
+# One transaction's documents in one statement: the revision moved on (failing when a write
+# it must follow came first: nothing is written), the rows upserted. A world has two
+# revisions: ``rev`` moves at every write, ``mrev`` at every write that is not an append
+# (base.Write): a serial write finds ``rev`` where the process knew it, any other finds no
+# write but appends since then (``mrev`` no later). The rows take the revision the statement
+# gave (appends of several processes pass each other). The documents the transaction created
+# are written only where there is none (or a deleted one), and every one must be: else
+# another process made it first, a conflict. The counters that commute keep the greatest
+# value written. Committed without waiting for the disk, so that the world's row is locked
+# only for the statement, never for a flush; FLUSH then waits for it (below).
+CHECK = {True: "rev = %(rev)s", False: "mrev <= %(rev)s"}  # [serial]
+MOVE = {True: "rev = rev + 1, mrev = rev + 1", False: "rev = rev + 1"}  # [moves mrev]
+GROWS = " OR ".join(f"docs.key LIKE '[\"{kind}\"%%'" for kind in sorted(COMMUTING))
+ROWS = (
+    " SELECT %(world)s, t.k, b.rev * " + str(ORD_STRIDE) + " + t.o, b.rev, t.d FROM bumped b,"
+    " unnest(%(keys)b::text[], %(ords)b::bigint[], %(docs)b::text[], %(created)b::bool[])"
+    " AS t(k, o, d, c)"
+)
+
+
+def _written(serial: bool, appends: bool, guarded: bool) -> str:
+    guard = GUARDED if guarded else ""
     return (
-        " bumped AS (" + BUMP + guard + " RETURNING 1),"
-        " written AS (INSERT INTO docs (world, key, ord, rev, doc)"
-        " SELECT %s, k, o, %s, d FROM unnest(%b::text[], %b::bigint[], %b::text[]) AS t(k, o, d)"
-        " WHERE EXISTS (SELECT 1 FROM bumped)"
-        " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = excluded.doc)"
+        " bumped AS (UPDATE worlds SET " + MOVE[not appends] + " WHERE id = %(world)s"
+        " AND " + CHECK[serial] + guard + " RETURNING rev),"
+        " written AS (INSERT INTO docs (world, key, ord, rev, doc)" + ROWS + " WHERE NOT t.c"
+        " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = CASE"
+        " WHEN " + GROWS + " THEN greatest(docs.doc::bigint, excluded.doc::bigint)::text"
+        " ELSE excluded.doc END),"
+        " created AS (INSERT INTO docs (world, key, ord, rev, doc)" + ROWS + " WHERE t.c"
+        " ON CONFLICT (world, key) DO UPDATE SET rev = excluded.rev, doc = excluded.doc"
+        " WHERE docs.doc IS NULL RETURNING 1)"
     )
 
 
-# [guarded: a first write, checking the guard]
-WRITE = {g: "WITH" + _written(GUARDED * g) + " SELECT 1 / count(*) FROM bumped" for g in (0, 1)}
-# The same committed synchronously, in one round trip: when no other process is writing to
-# the world, no one waits for its row while the disk is written.
-DURABLE = "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),"
-WRITE_DURABLE = {
-    g: DURABLE + _written(GUARDED * g) + " SELECT 1 / count(*) FROM bumped, durable" for g in (0, 1)
-}
+# The same committed synchronously, in one round trip (``durable``): when no other process is
+# writing to the world, no one waits for its row while the disk is written.
+DURABLE = " durable AS (SELECT set_config('synchronous_commit', 'on', true)),"
+
+
+@functools.cache
+def write_statement(serial: bool, appends: bool, guarded: bool, durable: bool) -> str:
+    """The write of base.Write's kind [guarded: a first write, checking the guard]. Its row:
+    the revision written; a division by zero when it may not be (a conflict)."""
+    return (
+        "WITH"
+        + (DURABLE if durable else "")
+        + _written(serial, appends, guarded)
+        + " SELECT 1 / count(*), max(b.rev),"
+        " 1 / ((SELECT count(*) FROM created) = %(n_created)s)::int FROM bumped b"
+        + (", durable" if durable else "")
+    )
+
+
 # Wait until the write-ahead log is on disk up to this statement, and so up to every commit
 # before it (of any session: the log is one sequence): a transaction that writes a record to
 # the log (an empty logical message) and commits synchronously. Concurrent flushes of every
@@ -89,8 +132,16 @@ FLUSH = (
     " pg_logical_emit_message(true, 'mockserver', '')"
 )
 
-# The revision bump, failing (so that the pipeline's COMMIT rolls back) when no row moved.
-CHECKED_BUMP = "WITH bumped AS (" + BUMP + " RETURNING 1) SELECT 1 / count(*) FROM bumped"
+# A whole world's revision bump (both revisions), failing (so that the pipeline's COMMIT
+# rolls back) when no row moved.
+CHECKED_BUMP = (
+    "WITH bumped AS (UPDATE worlds SET rev = %s, mrev = %s, epoch = %s WHERE id = %s"
+    " AND rev = %s RETURNING 1) SELECT 1 / count(*) FROM bumped"
+)
+# A slot of the world for this process (store/replica.py): the world's count of processes
+# that took one, modulo the slots. The first process of a world has slot 0; no lock is held,
+# so a process that ends keeps nothing taken (a slot shared after a wrap is safe: base.Write).
+TAKE_SLOT = "UPDATE worlds SET slots = slots + 1 WHERE id = %(world)s RETURNING slots - 1"
 
 
 # Requests counted in fixed windows, several identities at once (``n`` requests each): the
@@ -170,6 +221,27 @@ def _journalled(world: str, rows: list[JournalRow]) -> dict[str, Any]:
     metas, requests, responses = (list(column) for column in zip(*rows, strict=True))
     return {"lock": JOURNAL_LOCK, "world": world, "metas": metas, "requests": requests,
             "responses": responses}  # fmt: skip
+
+
+def _writing(world: str, change: Write, rev: int) -> dict[str, Any]:
+    """write_statement's parameters: the change's documents as columns."""
+    keys: list[str] = []
+    docs: list[str | None] = []
+    created: list[bool] = []
+    for key, value in change.docs:
+        keys.append(encode_key(key))
+        docs.append(None if value is None else encode_value(value))
+        created.append(key in change.created)
+    return {
+        "world": world,
+        "rev": rev,
+        "guard": GUARD_LOCK,
+        "keys": keys,
+        "ords": list(range(len(keys))),
+        "docs": docs,
+        "created": created,
+        "n_created": sum(created),
+    }
 
 
 def redacted(url: str) -> str:
@@ -258,36 +330,33 @@ class PostgresDialect(Dialect):
         flush: bool = True,
         contended: bool = True,
         guarded: bool = False,
-    ) -> None:
+    ) -> int:
         conn = self.conn
         new_epoch = epoch + 1 if change.whole else epoch
-        rows = rows_of(change, rev)
         try:
             if not change.whole:
                 # The write (the revision, then the rows: one statement, its own
                 # transaction), then (``flush``) the flush that makes it durable, outside its
                 # transaction. Two plain statements cost the mock less CPU than one pipeline
                 # with them (measured: ~105-145 us against ~220-245 us).
-                keys, ords, _revs, docs = zip(*rows, strict=True) if rows else ((), (), (), ())
-                guard = (GUARD_LOCK, world) if guarded else ()
-                params = (rev + 1, new_epoch, world, rev, *guard, world, rev + 1,
-                          list(keys), list(ords), list(docs))  # fmt: skip
-                if flush and not contended:
-                    conn.execute(WRITE_DURABLE[guarded], params, prepare=True)
-                    return
-                conn.execute(WRITE[guarded], params, prepare=True)
-                if flush:
+                durable = flush and not contended
+                sql = write_statement(change.serial, change.appends, guarded, durable)
+                found = conn.execute(sql, _writing(world, change, rev), prepare=True).fetchone()
+                if flush and not durable:
                     conn.execute(FLUSH, prepare=True)
-                return
+                return int(found[1])
             # A whole world (reset, restore): one pipelined round trip.
+            rows = rows_of(change, rev)
             with conn.pipeline():
                 conn.execute("BEGIN")
                 conn.execute("SET LOCAL synchronous_commit TO on")
-                conn.execute(CHECKED_BUMP, (rev + 1, new_epoch, world, rev), prepare=True)
+                params = (rev + 1, rev + 1, new_epoch, world, rev)
+                conn.execute(CHECKED_BUMP, params, prepare=True)
                 conn.execute("DELETE FROM docs WHERE world = %s", (world,))
                 with conn.cursor() as cursor:
                     cursor.executemany(UPSERT, [(world, *row) for row in rows])
                 conn.execute("COMMIT")
+            return rev + 1
         except self.psycopg.Error as exc:
             if change.whole:  # a failed statement alone leaves no transaction open
                 with contextlib.suppress(self.psycopg.Error):
@@ -295,6 +364,11 @@ class PostgresDialect(Dialect):
             if isinstance(exc, self.psycopg.errors.DivisionByZero):  # the revision check
                 raise conflict(self.describe) from exc
             raise self._fail(exc) from exc
+
+    def slot(self, world: str, slots: int) -> int:
+        """Take a slot of the world for this process (:data:`TAKE_SLOT`)."""
+        found = self.execute(TAKE_SLOT, {"world": world})
+        return int(found[0][0]) % slots if found else 0
 
     async def _connected(self, conn: Any) -> Any:
         """An asynchronous connection: ``conn``, or a new one when it is None or broke."""

@@ -3,9 +3,14 @@ start of every unit of work.
 
 - **Writing.** Every transaction that changed the world (``Runtime.on_commit``) writes the
   documents it named, with their values as they are at its end, before it commits in memory
-  and so before the response is built and sent. The write moves the world's revision from
-  the one this process knows; when another process moved it first, the write fails with
-  :class:`~mockserver.store.base.Conflict`, nothing is written, and the transaction is undone.
+  and so before the response is built and sent. The write moves the world's revision on. It
+  is checked against the writes other processes made since the revision this process knows,
+  as :class:`~mockserver.store.base.Write` says (:meth:`_write` decides which): all of them
+  when the transaction read an index; none but appends otherwise; and appends (a create: new
+  documents and numbers only) are not checked against each other. When one came first, the
+  write fails with :class:`~mockserver.store.base.Conflict`, nothing is written, and the
+  transaction is undone. Each process numbers ids and ``seq`` with a slot of its own
+  (``World.number``), so that appends of several processes do not take the same numbers.
 - **Catching up.** Each unit of work (an API or control request, a heartbeat tick, a
   delivery step) starts by reading what other processes wrote since this one last looked
   (one statement: usually nothing). A SQLite file has one process, so there is never
@@ -39,9 +44,9 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mockserver.platform.clock import Clock
-from mockserver.platform.documents import DocKey, place
+from mockserver.platform.documents import COMMUTING, DocKey, place
 from mockserver.platform.ratelimit import WINDOW_SECONDS, Counted
-from mockserver.store.base import Conflict, Delta, JournalRow, StoreError, Write
+from mockserver.store.base import Changes, Conflict, Delta, JournalRow, Row, StoreError, Write
 from mockserver.store.sql import SqlWorld
 
 if TYPE_CHECKING:
@@ -61,6 +66,7 @@ SYNC_ATTEMPTS = (
 )
 JOIN_SECONDS = 0.010  # a unit of work joins this process's hold of the lock while it is younger
 BUSY_SECONDS = 1.0  # other processes wrote to the world within this long: its writes contend
+SLOTS = 64  # processes of one world that number without colliding (World.number)
 
 
 class Host(Protocol):
@@ -83,6 +89,10 @@ class Host(Protocol):
         """Take runtime documents another process wrote (or the store held at start)."""
         ...
 
+    def number_worlds(self, slots: int, slot: int) -> None:
+        """Number the world, and every later one, with ``slot`` of ``slots`` (World.number)."""
+        ...
+
 
 class Replica:
     """The world of ``host`` written through to ``store`` (see the module): the store's
@@ -99,6 +109,12 @@ class Replica:
         self._turn: _Turn | None = None  # this turn of the event loop's round trip
         self._lock = _WriteLock(store)
         self._others_at = -BUSY_SECONDS  # when it last found that others had written
+        if self.shared:
+            # A slot of its own, so that its ids and sequence numbers do not collide with
+            # another process's (past SLOTS processes a slot is shared: a collision then is a
+            # conflict, not a duplicate, as created documents are written only where none is).
+            store.ensure()
+            host.number_worlds(SLOTS, store.slot(SLOTS))
         self._open()
 
     def _open(self) -> None:
@@ -110,7 +126,7 @@ class Replica:
             return
         self.rev, self.epoch = delta.rev, delta.epoch
         try:
-            self._write(whole=True, changed=frozenset())
+            self._write(Changes(frozenset(), frozenset(), False, replaced=True))
         except Conflict:  # another process started on the same store at the same moment
             self._apply(self.store.whole())
 
@@ -192,7 +208,7 @@ class Replica:
         learned: dict[DocKey, Any] = {}
         if delta.whole:
             tree: dict[str, Any] = {}
-            for row in delta.rows:
+            for row in sorted(delta.rows, key=_loading_order):
                 if row.key[0] == "meta":
                     learned[row.key] = row.value
                 else:
@@ -248,15 +264,16 @@ class Replica:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def committed(self, changed: frozenset[DocKey], replaced: bool) -> None:
+    def committed(self, changes: Changes) -> None:
         """A transaction is ending: write what it changed (a Conflict undoes it)."""
-        self._write(whole=replaced, changed=changed)
+        self._write(changes)
 
     def keep_runtime_state(self) -> None:
         """Write runtime state changed outside any transaction (a fault used up)."""
-        self._write(whole=False, changed=frozenset())
+        self._write(Changes(frozenset(), frozenset(), False))
 
-    def _write(self, *, whole: bool, changed: frozenset[DocKey]) -> None:
+    def _write(self, changes: Changes) -> None:
+        whole, changed = changes.replaced, changes.changed
         runtime = self._runtime_changes(whole)
         world = self.host.world
         if whole:
@@ -279,14 +296,25 @@ class Replica:
             time.monotonic() - self._others_at < BUSY_SECONDS
         )
         flush = unit is None or whole or not contended
-        self.rev, self.epoch = self.store.write(
-            Write([*docs, *runtime.items()], whole=whole),
+        serial = whole or changes.read_an_index
+        created = frozenset(key for key in changes.created if key[0] not in COMMUTING)
+        appends = (
+            not serial
+            and not runtime
+            and all(key in created or key[0] in COMMUTING for key in changed)
+        )
+        written, self.epoch = self.store.write(
+            Write([*docs, *runtime.items()], whole, created, serial, appends),
             self.rev,
             self.epoch,
             flush,
             contended,
             unit is not None and not unit.held,
         )
+        if written == self.rev + 1:
+            self.rev = written
+        else:  # others' writes came between (appends, or passed by one): caught up later
+            self._others_at = time.monotonic()
         if not flush:
             unit.writes += 1  # type: ignore[union-attr]
         self._written.update(runtime)
@@ -493,6 +521,15 @@ class _Turn:
             seen[identity] = seen.get(identity, 0) + 1
             result.append((identity, start, before + seen[identity]))
         return result
+
+
+def _loading_order(row: Row) -> tuple[int, int]:
+    """A whole world's documents in the order they are placed: records last, in ``_seq``
+    order (each collection's paging order: records that processes made at the same time
+    were written in the order they committed), the others in the order they first appeared."""
+    if row.key[0] == "rec" and isinstance(row.value, dict):
+        return 1, int(row.value.get("_seq", 0))
+    return 0, row.ord
 
 
 def _order(item: tuple[DocKey, Any]) -> tuple[int, int]:

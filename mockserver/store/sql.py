@@ -33,7 +33,7 @@ from mockserver.store.base import (
     Write,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ORD_STRIDE = 1 << 20  # ords of one write: (rev * stride) + its position in the write
 
 # Each entry turns a store of version i (its index) into version i + 1.
@@ -60,6 +60,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " meta TEXT NOT NULL, request_body BYTEA, response_body BYTEA,"
         " cleared BOOLEAN NOT NULL DEFAULT FALSE)",
         "CREATE INDEX journal_world ON journal (world, seq)",
+    ),
+    (
+        # The revision of the last write that was not an append (base.Write; PostgreSQL's
+        # writes check it: postgres.py), and how many processes took a slot of the world
+        # (store/replica.py numbers with it).
+        "ALTER TABLE worlds ADD COLUMN mrev BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE worlds ADD COLUMN slots BIGINT NOT NULL DEFAULT 0",
     ),
 )
 
@@ -99,15 +106,16 @@ class Dialect:
         flush: bool = True,
         contended: bool = True,
         guarded: bool = False,
-    ) -> None:
+    ) -> int:
         """Write one transaction's documents over revision ``rev`` and commit, in one
-        database transaction: :class:`Conflict` (nothing written) when another process
-        wrote since (the world is not at ``rev``). Without ``flush`` the commit may not be
-        on disk yet (PostgreSQL): :meth:`flushed` or ``release(flush=True)`` waits for it.
-        ``contended``: other processes are writing to the world, so its row should not stay
-        locked while the disk is written (PostgreSQL: the commit, then a flush). ``guarded``:
-        a first write of a unit of work that can wait for the world's write lock: it fails as a
-        conflict while the lock's holder guards its run (PostgreSQL, store/replica.py)."""
+        database transaction; the revision it wrote. :class:`Conflict` (nothing written) when
+        another process's write came between (base.Write says which count). Without
+        ``flush`` the commit may not be on disk yet (PostgreSQL): :meth:`flushed` or
+        ``release(flush=True)`` waits for it. ``contended``: other processes are writing to
+        the world, so its row should not stay locked while the disk is written (PostgreSQL:
+        the commit, then a flush). ``guarded``: a first write of a unit of work that can wait
+        for the world's write lock: it fails as a conflict while the lock's holder guards its
+        run (PostgreSQL, store/replica.py)."""
         raise NotImplementedError
 
     async def hold(self, world: str, rev: int) -> list[tuple[Any, ...]]:
@@ -325,11 +333,17 @@ class SqlWorld:
         guarded: bool = False,
     ) -> tuple[int, int]:
         """Write one transaction's changes over revision ``rev`` (the one this process
-        knows); the new (rev, epoch). :class:`Conflict` when another process wrote first.
+        knows); the revision written and the new epoch. :class:`Conflict` when a write it
+        must follow came first (base.Write).
         ``flush`` False: committed, perhaps not yet on disk (:meth:`flush`). ``contended``:
         others are writing to the world (see :meth:`Dialect.write`)."""
-        self.db.write(self.id, change, rev, epoch, flush, contended, guarded)
-        return rev + 1, epoch + 1 if change.whole else epoch
+        written = self.db.write(self.id, change, rev, epoch, flush, contended, guarded)
+        return written, epoch + 1 if change.whole else epoch
+
+    def slot(self, slots: int) -> int:
+        """A slot of the world (0 to ``slots`` - 1) for this process (PostgreSQL:
+        store/replica.py numbers with it)."""
+        return self.db.slot(self.id, slots)  # type: ignore[attr-defined,no-any-return]
 
     async def hold(self, rev: int, epoch: int) -> Delta | None:
         """Take the world's write lock, waiting (awaited) while another process holds it, and

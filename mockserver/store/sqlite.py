@@ -74,7 +74,7 @@ class SqliteDialect(Dialect):
         flush: bool = True,
         contended: bool = True,
         guarded: bool = False,
-    ) -> None:
+    ) -> int:
         new_epoch = epoch + 1 if change.whole else epoch
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -86,6 +86,7 @@ class SqliteDialect(Dialect):
                     self.conn.execute(_q("DELETE FROM docs WHERE world = %s"), (world,))
                 self.conn.executemany(_q(UPSERT), ((world, *row) for row in rows_of(change, rev)))
                 self.conn.execute("COMMIT")
+                return rev + 1
             except BaseException:
                 # A full disk or an I/O error may have rolled the transaction back already:
                 # the error told is the first one, not the ROLLBACK's.
