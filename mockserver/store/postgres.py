@@ -3,11 +3,12 @@
 Every process keeps the world in memory and the database is the truth they share. Each
 request first reads what other processes wrote since this one last looked (one statement:
 usually nothing), then runs in memory; each transaction that changed something writes its
-documents in one pipelined round trip that first moves the world's revision from the one
-this process knows, and fails (nothing written) when another process moved it first: the
-transaction is undone, the process catches up and runs it again (store/replica.py). So
-writes to one world are serialisable across every process: an Idempotency-Key executes
-once, credits are never spent twice. Rate buckets are rows counted by one statement.
+documents in one statement that moves the world's revision on, and fails (nothing written)
+when a write it must follow came first (base.Write: every write, for one that read an index;
+none but appends, for the others): the transaction is undone, the process catches up and runs
+it again (store/replica.py). Creates (appends) of several processes pass each other. So writes
+to one world are serialisable across every process: an Idempotency-Key executes once, credits
+are never spent twice. Rate buckets are rows counted by one statement.
 """
 
 from __future__ import annotations
