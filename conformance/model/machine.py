@@ -1,10 +1,17 @@
 """The state machine: the steps Hypothesis chooses, each a rule of :class:`WorkspaceMachine`.
 
 Every step drives the deployment through the public API and holds each answer to the model kept
-by :class:`conformance.model.base.WorkspaceModel`. Steps that need something (a job, a record, a
-call to replay) make it first, so that every step can judge whatever Hypothesis enables. Steps
-marked mock-only use the bundled mock's control plane (its credits, prices, clock, job outcomes
-and delivery flush).
+by :class:`conformance.model.base.WorkspaceModel`. What the server returns goes into bundles:
+``records`` (records a PATCH may change: the fixtures, against the mock, and those created),
+``calls`` (calls made with an Idempotency-Key, to replay) and ``jobs`` (jobs started); rules
+that need one take it as an argument. A rule that needs a state (a paid operation in the
+contract, the mock's control plane, a price known) has a precondition, and the reasons a run's
+contract keeps a rule from ever running are noted once, when the run starts
+(:func:`unavailable`). The ledger and the job status rules are invariants, judged after every
+step on what the steps read (an invariant makes no request). The rules that poll, end or read a
+job, and replay a call, make their own (a new job, a new record) when their argument is None,
+so that one step reproduces what they judge. Steps marked mock-only use the bundled mock's
+control plane (its credits, prices, clock, job outcomes and delivery flush).
 """
 
 from __future__ import annotations
@@ -14,19 +21,20 @@ from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+)
 
 from conformance.checks.idempotency import resource_id
 from conformance.model import api, requests
-from conformance.model.base import (
-    WorkspaceModel,
-    delivered_event,
-    ok,
-    pick_kind,
-    pick_operation,
-)
+from conformance.model.base import Made, WorkspaceModel, delivered_event, ok
 from conformance.model.compare import seen_twice, sequence_problems
-from conformance.model.run import control_curl
+from conformance.model.run import RunState, control_curl
 from conformance.target import BudgetExhausted
 
 ADVANCES = (0, 60, 600, 3600)  # seconds the mock's clock moves before a job is read
@@ -34,68 +42,176 @@ CREDITS = (0, 60, 1_000_000)  # balances the mock's control plane sets
 PRICES = (0, 1, 35, 400)  # prices the mock's control plane sets
 PAGE_SIZES = (1, 2, 5)
 WALK_PAGES = 4
+VARIANTS = st.integers(0, 3)  # which of a request's generated bodies is sent
+
+records = Bundle("records")  # Made: records a PATCH may change
+calls = Bundle("calls")  # Made: calls with an Idempotency-Key that succeeded
+jobs = Bundle("jobs")  # Made: jobs started
 
 
-def step(function: Callable[..., None]) -> Callable[..., None]:
+def step(function: Callable[..., Any]) -> Callable[..., Any]:
     """A rule's body; the budget running out (or down to what a replay needs) ends the run."""
 
     @functools.wraps(function)
-    def wrapper(self: WorkspaceModel, *args: Any, **kwargs: Any) -> None:
+    def wrapper(self: WorkspaceModel, *args: Any, **kwargs: Any) -> Any:
         self.run.keep_reserve()
         self.steps_run += 1
         try:
-            function(self, *args, **kwargs)
+            return function(self, *args, **kwargs)
         except BudgetExhausted as exhausted:
             raise self.run.out_of_budget(exhausted) from None
 
     return wrapper
 
 
+def among(names: Callable[[WorkspaceMachine], list[str]]) -> st.SearchStrategy[str]:
+    """One of the names this run's contract offers (kinds, operations, capabilities): a
+    strategy built from the machine's state (a precondition keeps the list non-empty)."""
+    return st.runner().flatmap(lambda machine: st.sampled_from(names(machine)))
+
+
+def drawn(
+    bundle: Bundle[Any], wanted: Callable[[Made], bool] = bool, *, fresh: bool = False
+) -> st.SearchStrategy[Any]:
+    """A value of ``bundle`` that ``wanted`` accepts, the newest first; with ``fresh``, None
+    first (the rule makes a new one: one step then reproduces what it judges). Drawn from what
+    the bundle holds now, so an empty bundle is never drawn from (a precondition says whether
+    one without ``fresh`` may run)."""
+
+    def choices(machine: WorkspaceMachine) -> st.SearchStrategy[Any]:
+        held = [ref for ref in reversed(machine.bundle(bundle.name))
+                if wanted(machine.names_to_values[ref.name])]  # fmt: skip
+        return st.sampled_from([None, *held] if fresh else held)
+
+    return st.runner().flatmap(choices)
+
+
+def holds(bundle: Bundle[Any], wanted: Callable[[Made], bool]) -> Callable[[Any], bool]:
+    """A precondition: ``bundle`` holds a value ``wanted`` accepts."""
+
+    def precondition(machine: Any) -> bool:
+        values = machine.names_to_values
+        return any(wanted(values[ref.name]) for ref in machine.bundle(bundle.name))
+
+    return precondition
+
+
+def patchable(made: Made) -> bool:
+    return made.patchable
+
+
+def bindable(made: Made) -> bool:
+    return made.products
+
+
+def keyed(made: Made) -> bool:
+    return made.sent is not None
+
+
+def started(made: Made) -> bool:
+    return made.job is not None
+
+
+def mock_only(machine: Any) -> bool:
+    return machine.run.control is not None
+
+
+def unavailable(run: RunState) -> list[str]:
+    """Why rules of the machine can never run in this run (its contract, its deployment): noted
+    once, when the run starts, since their preconditions keep them from being chosen."""
+    ctx, facts = run.ctx, run.facts
+    kinds = facts.kinds.values()
+    reasons = []
+    if not any(k.create is not None and ctx.why_not_send(k.create) is None for k in kinds):
+        reasons.append("no create may be called")
+    if not facts.paid:
+        reasons.append("no paid operation may be called")
+    if not any(k.update is not None and ctx.why_not_send(k.update) is None for k in kinds):
+        reasons.append("no update may be called")
+    if not any(op.operation_id in facts.job_pointers for op in facts.paid):
+        reasons.append("no paid operation that starts a job may be called")
+    return reasons
+
+
 class WorkspaceMachine(WorkspaceModel):
     """The steps: creating, paying, replaying, refusing then retrying, balance reads, partial
     updates, walks while creating, jobs polled, ended and their streams read, deliveries."""
 
-    @rule(data=st.data())
-    @step
-    def create(self, data: st.DataObject) -> None:
-        kinds = self.creatable()
-        if not kinds:
-            self.run.note("no create may be called")
-            return
-        kind = pick_kind(data, kinds)
-        self.create_record(kind, data.draw(st.integers(0, 3), label="variant"))
+    # -- what each rule may choose from (this run's contract) ----------------------------------
 
-    @rule(data=st.data())
-    @step
-    def pay(self, data: st.DataObject) -> None:
-        if not self.facts.paid:
-            self.run.note("no paid operation may be called")
-            return
-        op = pick_operation(data, self.facts.paid)
-        n = data.draw(st.integers(0, 3), label="variant")
-        prepared = requests.paid_request(self.ctx, op, n, self.ctx.new_key(), self.options)
-        if prepared is None:
-            self.run.note("no request could be generated")
-            return
-        self.accept(op, prepared, self.ctx.send(prepared, op))
+    def creatable_names(self) -> list[str]:
+        return [k.name for k in self.creatable()]
+
+    def paid_names(self) -> list[str]:
+        return [op.operation_id for op in self.facts.paid]
+
+    def job_names(self) -> list[str]:
+        return [op.operation_id for op in self.job_operations()]
+
+    def walkable(self) -> list[str]:
+        return [k.name for k in self.creatable() if self.ctx.held.is_cursor_list(k.list_op)]
+
+    def retry_ops(self) -> list[str]:
+        """Creates, and the paid operations that succeeded in this example: each with a
+        required body field a refused call leaves out."""
+        creates = [k.create.operation_id for k in self.creatable() if k.create is not None]
+        paid = [s.op.operation_id for s in self.sent if s.op.paid]
+        return sorted(set(creates) | {p for p in paid if p in self.succeeded})
+
+    # -- the bundles' first values -----------------------------------------------------------------
+
+    @initialize(target=records)
+    def fixtures(self) -> Any:
+        """The records that existed before the example (against the mock: reset to them)."""
+        return multiple(*self.fixture_records())
+
+    # -- the invariants ---------------------------------------------------------------------------
+
+    @invariant()
+    def ledger_and_job_statuses(self) -> None:
+        """The balances the steps read equal the model's; each job status read is in the
+        closed set, and a job read terminal never reads otherwise (judged on what the steps
+        read: no request of its own)."""
+        self.judge_observed()
+
+    # -- the rules --------------------------------------------------------------------------------
 
     @rule()
     @step
     def check_balance(self) -> None:
         self.read_balance(judge=True)
 
-    @rule(data=st.data())
+    @precondition(lambda self: bool(self.creatable()))
+    @rule(targets=(records, calls), kind=among(lambda m: m.creatable_names()), variant=VARIANTS)
     @step
-    def replay(self, data: st.DataObject) -> None:
-        if not self.replayable():
-            kinds = self.creatable()
-            if not kinds:
+    def create(self, kind: str, variant: int) -> Any:
+        made = self.create_record(self.facts.kinds[kind], variant)
+        return made if made is not None else multiple()
+
+    @precondition(lambda self: bool(self.facts.paid))
+    @rule(targets=(calls, jobs), operation=among(lambda m: m.paid_names()), variant=VARIANTS)
+    @step
+    def pay(self, operation: str, variant: int) -> Any:
+        op = self.ctx.held.operations[operation]
+        prepared = requests.paid_request(self.ctx, op, variant, self.ctx.new_key(), self.options)
+        if prepared is None:
+            self.run.note("no request could be generated")
+            return multiple()
+        made = self.accept(op, prepared, self.ctx.send(prepared, op))
+        return made if made is not None else multiple()
+
+    @precondition(lambda self: bool(self.creatable()) or holds(calls, keyed)(self))
+    @rule(call=drawn(calls, keyed, fresh=True), kind=among(lambda m: m.creatable_names() or [""]))
+    @step
+    def replay(self, call: Made | None, kind: str) -> None:
+        """A call replayed with its Idempotency-Key (None, or one past the key's retention: a
+        record of ``kind`` created now, replayed)."""
+        sent = call.sent if call is not None else None
+        if sent is None or sent not in self.replayable():
+            made = self.create_record(self.facts.kinds[kind], 0) if kind else None
+            sent = made.sent if made is not None else None
+            if sent is None:
                 return
-            self.create_record(pick_kind(data, kinds), 0)
-        calls = self.replayable()
-        if not calls:
-            return
-        sent = calls[data.draw(st.integers(0, len(calls) - 1), label="call")]
         if sent.op.paid and self.pending:
             self.read_balance(judge=True)
         again = self.ctx.send(sent.prepared, sent.op)
@@ -120,19 +236,13 @@ class WorkspaceMachine(WorkspaceModel):
                 )
                 self.balance, self.prices = catalogue.balance, catalogue.prices
 
-    @rule(data=st.data())
+    @precondition(lambda self: bool(self.retry_ops()))
+    @rule(operation=among(lambda m: m.retry_ops()), variant=VARIANTS)
     @step
-    def refuse_then_retry(self, data: st.DataObject) -> None:
-        creates = [k.create for k in self.creatable() if k.create is not None]
-        paid = [s.op for s in self.sent if s.op.paid and s.op.operation_id in self.succeeded]
-        ops = sorted(
-            {o.operation_id: o for o in creates + paid}.values(), key=lambda o: o.operation_id
-        )
-        if not ops:
-            return
-        op = pick_operation(data, ops)
+    def refuse_then_retry(self, operation: str, variant: int) -> None:
+        op = self.ctx.held.operations[operation]
         key = self.ctx.new_key()
-        prepared = self.request_for(op, data.draw(st.integers(0, 3), label="variant"), key)
+        prepared = self.request_for(op, variant, key)
         name = requests.required_field(self.ctx, op)
         refused = requests.without(prepared, name) if prepared and name else None
         if prepared is None or refused is None:
@@ -155,67 +265,62 @@ class WorkspaceMachine(WorkspaceModel):
             )
         self.accept(op, prepared, second)
 
-    @precondition(lambda self: self.run.control is not None)
-    @rule(data=st.data())
+    @precondition(mock_only)
+    @rule(amount=st.sampled_from(CREDITS))
     @step
-    def set_credits(self, data: st.DataObject) -> None:
+    def set_credits(self, amount: int) -> None:
         if self.pending:
             self.read_balance(judge=True)
-        amount = data.draw(st.sampled_from(CREDITS), label="credits")
         workspace = self.ctx.session.mock.workspace
         self.control("PUT", f"/workspaces/{workspace}/credits", {"balance": amount})
         self.balance = amount
 
-    @precondition(lambda self: self.run.control is not None and bool(self.prices))
-    @rule(data=st.data())
+    @precondition(lambda self: mock_only(self) and bool(self.prices))
+    @rule(capability=among(lambda m: sorted(m.prices)), price=st.sampled_from(PRICES))
     @step
-    def reprice(self, data: st.DataObject) -> None:
-        name = data.draw(st.sampled_from(sorted(self.prices)), label="capability")
-        price = data.draw(st.sampled_from(PRICES), label="price")
-        self.control("PUT", f"/capabilities/{name}", {"price": price})
-        self.prices[name] = price  # charges already made stay at the price they were quoted
+    def reprice(self, capability: str, price: int) -> None:
+        self.control("PUT", f"/capabilities/{capability}", {"price": price})
+        self.prices[capability] = price  # charges already made stay at the price they were quoted
         self.read_balance(judge=True)
 
-    @rule(data=st.data())
+    @precondition(holds(records, patchable))
+    @rule(record=drawn(records, patchable), data=st.data())
     @step
-    def update(self, data: st.DataObject) -> None:
-        kinds = self.updatable()
-        if not kinds:
-            self.run.note("no update may be called")
-            return
-        self.patch(data, pick_kind(data, kinds))
+    def update(self, record: Made, data: st.DataObject) -> None:
+        """A PATCH of some writable fields of a record (the values: from pools this run reads
+        from the contract and the records it made, so drawn here), read back."""
+        assert record.kind is not None and record.record is not None
+        self.patch(data, self.facts.kinds[record.kind], record.record)
 
-    @rule(data=st.data())
+    @precondition(holds(records, bindable))
+    @rule(record=drawn(records, bindable), data=st.data())
     @step
-    def bind_products(self, data: st.DataObject) -> None:
+    def bind_products(self, record: Made, data: st.DataObject) -> None:
         """A PATCH that sends ``products`` (a channel's): ``["none"]``, ``[]`` or ids."""
-        kinds = [k for k in self.updatable() if "products" in k.writable]
-        if kinds:
-            self.patch(data, pick_kind(data, kinds), "products")
+        assert record.kind is not None and record.record is not None
+        self.patch(data, self.facts.kinds[record.kind], record.record, "products")
 
-    @rule(data=st.data())
+    @precondition(lambda self: bool(self.walkable()))
+    @rule(kind=among(lambda m: m.walkable()), size=st.sampled_from(PAGE_SIZES))
     @step
-    def walk(self, data: st.DataObject) -> None:
-        kinds = [k for k in self.creatable() if self.ctx.held.is_cursor_list(k.list_op)]
-        if not kinds:
-            return
-        kind = pick_kind(data, kinds)
-        limit = api.page_size(kind.list_op, data.draw(st.sampled_from(PAGE_SIZES), label="limit"))
+    def walk(self, kind: str, size: int) -> None:
+        walked = self.facts.kinds[kind]
+        limit = api.page_size(walked.list_op, size)
         seen: list[str] = []
         cursor = None
         for page in range(WALK_PAGES):
-            exchange = self.ctx.call(kind.list_op, params={"limit": limit, "cursor": cursor})
+            exchange = self.ctx.call(walked.list_op, params={"limit": limit, "cursor": cursor})
             body = exchange.json()
             if exchange.status != 200 or not isinstance(body, dict):
                 self.run.note("a page of a walk was refused")
                 return
-            ids = [str(i["id"]) for i in body.get(kind.items) or []
+            ids = [str(i["id"]) for i in body.get(walked.items) or []
                    if isinstance(i, dict) and "id" in i]  # fmt: skip
             twice = seen_twice(seen, ids)
             self.expect(
                 not twice,
                 "walk-once",
-                f"{kind.list_op.label} walked with limit {limit} while records were created "
+                f"{walked.list_op.label} walked with limit {limit} while records were created "
                 f"answered {', '.join(twice[:5])} again on page {page + 1}",
                 exchange,
             )
@@ -224,41 +329,72 @@ class WorkspaceMachine(WorkspaceModel):
             if not isinstance(cursor, str) or not cursor:
                 return
             if page < WALK_PAGES - 1:
-                self.create_record(kind, page)
+                self.create_record(walked, page)
 
-    @rule(data=st.data())
+    # -- jobs: each rule takes a job of the bundle, or (None) starts one ----------------------
+
+    def job(self, held: Made | None, operation: str, variant: int) -> tuple[str | None, Any]:
+        """The job the rule works on (``held``, or None: one started now by ``operation``),
+        and what the rule returns to the ``jobs`` and ``calls`` bundles (the job it started)."""
+        if held is not None:
+            return held.job, multiple()
+        made = self.start_job(operation, variant)
+        return (made.job, made) if made is not None else (None, multiple())
+
+    @precondition(lambda self: bool(self.job_operations()))
+    @rule(
+        targets=(jobs, calls),
+        job=drawn(jobs, started, fresh=True),
+        operation=among(lambda m: m.job_names()),
+        variant=VARIANTS,
+        seconds=st.sampled_from(ADVANCES),
+    )
     @step
-    def poll(self, data: st.DataObject) -> None:
-        job_id = self.pick_job(data)
+    def poll(self, job: Made | None, operation: str, variant: int, seconds: int) -> Any:
+        job_id, made = self.job(job, operation, variant)
         if job_id is None:
-            return
+            return made
         if self.run.control is not None:
-            self.advance(data.draw(st.sampled_from(ADVANCES), label="seconds"))
+            self.advance(seconds)
         self.read_job(job_id)
+        return made
 
-    @precondition(lambda self: self.run.control is not None)
-    @rule(data=st.data())
+    @precondition(lambda self: mock_only(self) and bool(self.job_operations()))
+    @rule(
+        targets=(jobs, calls),
+        job=drawn(jobs, started, fresh=True),
+        operation=among(lambda m: m.job_names()),
+        variant=VARIANTS,
+        status=among(lambda m: sorted(m.facts.statuses.terminal)),
+    )
     @step
-    def settle(self, data: st.DataObject) -> None:
-        job_id = self.pick_job(data)
-        status = data.draw(st.sampled_from(sorted(self.facts.statuses.terminal)), label="status")
+    def settle(self, job: Made | None, operation: str, variant: int, status: str) -> Any:
+        job_id, made = self.job(job, operation, variant)
         if job_id is None or not self.end_job(job_id, status):
-            return
+            return made
         self.read_job(job_id)
         self.advance(ADVANCES[-1])
         self.read_job(job_id)
+        return made
 
-    @rule(data=st.data())
+    @precondition(lambda self: bool(self.job_operations()))
+    @rule(
+        targets=(jobs, calls),
+        job=drawn(jobs, started, fresh=True),
+        operation=among(lambda m: m.job_names()),
+        variant=VARIANTS,
+        seconds=st.sampled_from(ADVANCES),
+    )
     @step
-    def read_events(self, data: st.DataObject) -> None:
-        job_id = self.pick_job(data)
+    def read_events(self, job: Made | None, operation: str, variant: int, seconds: int) -> Any:
+        job_id, made = self.job(job, operation, variant)
         if job_id is None:
-            return
+            return made
         if self.run.control is not None:
-            self.advance(data.draw(st.sampled_from(ADVANCES), label="seconds"))
-        job = self.jobs[job_id]
+            self.advance(seconds)
+        model = self.jobs[job_id]
         op = self.ctx.held.operations[api.JOB_EVENTS]
-        params = {"after": job.after, "limit": api.page_size(op, 5)}
+        params = {"after": model.after, "limit": api.page_size(op, 5)}
         exchange = self.ctx.call(
             op, path_parameters={op.path_parameters[0].name: job_id}, params=params
         )
@@ -266,22 +402,28 @@ class WorkspaceMachine(WorkspaceModel):
         events = body.get("events") if isinstance(body, dict) else None
         if exchange.status != 200 or not isinstance(events, list):
             self.run.note("a job's event stream could not be read")
-            return
+            return made
         sequences = [e.get("sequence") for e in events if isinstance(e, dict)]
-        problems = sequence_problems(job.after, sequences)
+        problems = sequence_problems(model.after, sequences)
         self.expect(
             not problems,
             "event-sequence",
-            f"the events of job {job_id} read after {job.after}: " + "; ".join(problems[:3]),
+            f"the events of job {job_id} read after {model.after}: " + "; ".join(problems[:3]),
             exchange,
         )
         numbers = [s for s in sequences if isinstance(s, int)]
-        job.after = max([job.after, *numbers])
+        model.after = max([model.after, *numbers])
+        return made
 
-    @precondition(lambda self: self.run.control is not None)
-    @rule(data=st.data())
+    @precondition(lambda self: mock_only(self) and bool(self.delivery_ops()))
+    @rule(
+        targets=(jobs, calls),
+        operation=among(lambda m: m.delivery_ops()),
+        variant=VARIANTS,
+        status=among(lambda m: sorted(m.facts.statuses.terminal)),
+    )
     @step
-    def deliveries(self, data: st.DataObject) -> None:
+    def deliveries(self, operation: str, variant: int, status: str) -> Any:
         """A subscription, a job whose coverage the contract states, ended now; then every
         delivery this example's subscriptions received is judged."""
         control = self.run.control
@@ -290,19 +432,18 @@ class WorkspaceMachine(WorkspaceModel):
             self.create_record(kind, 0)
         if not self.subscriptions:
             self.run.note("no webhook subscription could be created")
-            return
+            return multiple()
         ops = self.job_operations(True) + self.job_operations(False)
-        job_id = self.pick_job(data, ops)
-        status = data.draw(st.sampled_from(sorted(self.facts.statuses.terminal)), label="status")
+        job_id, made = self.job(None, operation, variant) if ops else (None, multiple())
         if job_id is None or not self.end_job(job_id, status):
-            return
+            return made
         self.read_job(job_id)
         self.controls.append(
             (len(self.ctx.target.exchanges), control_curl(control, "POST", "/deliveries/flush"))
         )
         if not control.flush_deliveries() or self.route is None:
             self.run.note("the mock's control plane cannot flush deliveries")
-            return
+            return made
         delivered: set[tuple[str, str, str]] = set()
         for delivery in self.ctx.session.receiver().received(self.route):
             seen = delivered_event(delivery.body, delivery.header("x-service-subscription-id"))
@@ -310,3 +451,8 @@ class WorkspaceMachine(WorkspaceModel):
                 delivered.add(seen)
                 self._judge_delivery(*seen)
         self._judge_completeness(delivered)
+        return made
+
+    def delivery_ops(self) -> list[str]:
+        """The job operations whose coverage the contract states (covered or not)."""
+        return [op.operation_id for op in self.job_operations(True) + self.job_operations(False)]
