@@ -111,6 +111,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.prices: dict[str, int] = {}
         self.options: dict[str, list[str]] = {}
         self.pending: list[Exchange] = []  # paid calls since the balance was last read
+        self.balance_read = False  # a step read the balance since anything could move it
         self.sent: list[Sent] = []
         self.succeeded: set[str] = set()
         self.jobs: dict[str, JobModel] = {}
@@ -137,6 +138,7 @@ class WorkspaceModel(RuleBasedStateMachine):
                 (len(self.ctx.target.exchanges), control_curl(control, "POST", "/reset"))
             )
         self.read_balance(judge=False)
+        self.balance_read = False  # where the example starts from: no step has judged it yet
 
     def tick(self) -> int:
         self.moments += 1
@@ -243,10 +245,12 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.prices = catalogue.prices
         self.options = catalogue.options
         self.pending = []
+        self.balance_read = True
 
     def account(self, op: Operation, exchange: Exchange) -> None:
         """A paid call answered: its charge (or none, refused) goes into the model's ledger."""
         self.pending.append(exchange)
+        self.balance_read = False
         if exchange.status >= 500 and not exchange.capability_unavailable:
             self.balance = None  # unknown until read again
             return

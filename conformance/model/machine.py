@@ -9,15 +9,16 @@ contract, the mock's control plane, a price known) has a precondition, and the r
 contract keeps a rule from ever running are noted once, when the run starts
 (:func:`unavailable`). The ledger and the job status rules are invariants, judged after every
 step on what the steps read (an invariant makes no request). The rules that poll, end or read a
-job, and replay a call, make their own (a new job, a new record) when their argument is None,
-so that one step reproduces what they judge. Steps marked mock-only use the bundled mock's
-control plane (its credits, prices, clock, job outcomes and delivery flush).
+job, and replay a call, make their own (a new job, a new record) when their argument is a
+:class:`New` one, so that one step reproduces what they judge. Steps marked mock-only use the
+bundled mock's control plane (its credits, prices, clock, job outcomes and delivery flush).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -42,7 +43,7 @@ CREDITS = (0, 60, 1_000_000)  # balances the mock's control plane sets
 PRICES = (0, 1, 35, 400)  # prices the mock's control plane sets
 PAGE_SIZES = (1, 2, 5)
 WALK_PAGES = 4
-VARIANTS = st.integers(0, 3)  # which of a request's generated bodies is sent
+VARIANTS = 4  # which of a request's generated bodies is sent: 0 to 3
 
 records = Bundle("records")  # Made: records a PATCH may change
 calls = Bundle("calls")  # Made: calls with an Idempotency-Key that succeeded
@@ -64,24 +65,41 @@ def step(function: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def among(names: Callable[[WorkspaceMachine], list[str]]) -> st.SearchStrategy[str]:
-    """One of the names this run's contract offers (kinds, operations, capabilities): a
+@dataclass(frozen=True)
+class New:
+    """An argument that asks the rule for a new one (a record, a job, a call): made by
+    ``operation`` (a kind's list path for a create), with the request's ``variant``."""
+
+    operation: str
+    variant: int = 0
+
+
+def among(values: Callable[[WorkspaceMachine], list[Any]]) -> st.SearchStrategy[Any]:
+    """One of the values this run's contract offers (kinds, operations, capabilities): a
     strategy built from the machine's state (a precondition keeps the list non-empty)."""
-    return st.runner().flatmap(lambda machine: st.sampled_from(names(machine)))
+    return st.runner().flatmap(lambda machine: st.sampled_from(values(machine)))
+
+
+def new(names: Callable[[WorkspaceMachine], list[str]]) -> Callable[[Any], list[New]]:
+    """Each of ``names`` with each variant, the first variant of every name first: one draw
+    chooses both (a step has few choices to delete or lower when Hypothesis shrinks)."""
+    return lambda machine: [New(n, v) for v in range(VARIANTS) for n in names(machine)]
 
 
 def drawn(
-    bundle: Bundle[Any], wanted: Callable[[Made], bool] = bool, *, fresh: bool = False
+    bundle: Bundle[Any],
+    wanted: Callable[[Made], bool] = bool,
+    fresh: Callable[[Any], list[New]] | None = None,
 ) -> st.SearchStrategy[Any]:
-    """A value of ``bundle`` that ``wanted`` accepts, the newest first; with ``fresh``, None
-    first (the rule makes a new one: one step then reproduces what it judges). Drawn from what
-    the bundle holds now, so an empty bundle is never drawn from (a precondition says whether
-    one without ``fresh`` may run)."""
+    """A value of ``bundle`` that ``wanted`` accepts, the newest first; after ``fresh``'s
+    :class:`New` values, if any (the rule makes a new one: one step then reproduces what it
+    judges, and the shrinker lowers an argument towards them). Drawn from what the bundle holds
+    now, so an empty bundle is never drawn from (a precondition says whether one may be)."""
 
     def choices(machine: WorkspaceMachine) -> st.SearchStrategy[Any]:
         held = [ref for ref in reversed(machine.bundle(bundle.name))
                 if wanted(machine.names_to_values[ref.name])]  # fmt: skip
-        return st.sampled_from([None, *held] if fresh else held)
+        return st.sampled_from([*(fresh(machine) if fresh else []), *held])
 
     return st.runner().flatmap(choices)
 
@@ -179,21 +197,27 @@ class WorkspaceMachine(WorkspaceModel):
     @rule()
     @step
     def check_balance(self) -> None:
-        self.read_balance(judge=True)
+        """The balance read, where anything since the last read may have moved it (a paid
+        call, credits set): reading it again when nothing could has nothing new to judge. (The
+        rule Hypothesis shrinks a step towards: a step it cannot delete then costs no request.)"""
+        if not self.balance_read:
+            self.read_balance(judge=True)
 
     @precondition(lambda self: bool(self.creatable()))
-    @rule(targets=(records, calls), kind=among(lambda m: m.creatable_names()), variant=VARIANTS)
+    @rule(targets=(records, calls), record=among(new(lambda m: m.creatable_names())))
     @step
-    def create(self, kind: str, variant: int) -> Any:
-        made = self.create_record(self.facts.kinds[kind], variant)
+    def create(self, record: New) -> Any:
+        made = self.create_record(self.facts.kinds[record.operation], record.variant)
         return made if made is not None else multiple()
 
     @precondition(lambda self: bool(self.facts.paid))
-    @rule(targets=(calls, jobs), operation=among(lambda m: m.paid_names()), variant=VARIANTS)
+    @rule(targets=(calls, jobs), call=among(new(lambda m: m.paid_names())))
     @step
-    def pay(self, operation: str, variant: int) -> Any:
-        op = self.ctx.held.operations[operation]
-        prepared = requests.paid_request(self.ctx, op, variant, self.ctx.new_key(), self.options)
+    def pay(self, call: New) -> Any:
+        op = self.ctx.held.operations[call.operation]
+        prepared = requests.paid_request(
+            self.ctx, op, call.variant, self.ctx.new_key(), self.options
+        )
         if prepared is None:
             self.run.note("no request could be generated")
             return multiple()
@@ -201,14 +225,16 @@ class WorkspaceMachine(WorkspaceModel):
         return made if made is not None else multiple()
 
     @precondition(lambda self: bool(self.creatable()) or holds(calls, keyed)(self))
-    @rule(call=drawn(calls, keyed, fresh=True), kind=among(lambda m: m.creatable_names() or [""]))
+    @rule(call=drawn(calls, keyed, fresh=lambda m: [New(k) for k in m.creatable_names()]))
     @step
-    def replay(self, call: Made | None, kind: str) -> None:
-        """A call replayed with its Idempotency-Key (None, or one past the key's retention: a
-        record of ``kind`` created now, replayed)."""
-        sent = call.sent if call is not None else None
+    def replay(self, call: Made | New) -> None:
+        """A call replayed with its Idempotency-Key (a :class:`New` one, or where the call
+        drawn is past the key's retention, a record created now)."""
+        sent = call.sent if isinstance(call, Made) else None
         if sent is None or sent not in self.replayable():
-            made = self.create_record(self.facts.kinds[kind], 0) if kind else None
+            kinds = self.creatable()
+            kind = self.facts.kinds[call.operation] if isinstance(call, New) else kinds[0]
+            made = self.create_record(kind, 0) if kinds else None
             sent = made.sent if made is not None else None
             if sent is None:
                 return
@@ -237,12 +263,12 @@ class WorkspaceMachine(WorkspaceModel):
                 self.balance, self.prices = catalogue.balance, catalogue.prices
 
     @precondition(lambda self: bool(self.retry_ops()))
-    @rule(operation=among(lambda m: m.retry_ops()), variant=VARIANTS)
+    @rule(call=among(new(lambda m: m.retry_ops())))
     @step
-    def refuse_then_retry(self, operation: str, variant: int) -> None:
-        op = self.ctx.held.operations[operation]
+    def refuse_then_retry(self, call: New) -> None:
+        op = self.ctx.held.operations[call.operation]
         key = self.ctx.new_key()
-        prepared = self.request_for(op, variant, key)
+        prepared = self.request_for(op, call.variant, key)
         name = requests.required_field(self.ctx, op)
         refused = requests.without(prepared, name) if prepared and name else None
         if prepared is None or refused is None:
@@ -273,7 +299,7 @@ class WorkspaceMachine(WorkspaceModel):
             self.read_balance(judge=True)
         workspace = self.ctx.session.mock.workspace
         self.control("PUT", f"/workspaces/{workspace}/credits", {"balance": amount})
-        self.balance = amount
+        self.balance, self.balance_read = amount, False
 
     @precondition(lambda self: mock_only(self) and bool(self.prices))
     @rule(capability=among(lambda m: sorted(m.prices)), price=st.sampled_from(PRICES))
@@ -333,25 +359,23 @@ class WorkspaceMachine(WorkspaceModel):
 
     # -- jobs: each rule takes a job of the bundle, or (None) starts one ----------------------
 
-    def job(self, held: Made | None, operation: str, variant: int) -> tuple[str | None, Any]:
-        """The job the rule works on (``held``, or None: one started now by ``operation``),
+    def job(self, job: Made | New) -> tuple[str | None, Any]:
+        """The job the rule works on (one the bundle held, or a :class:`New` one started now),
         and what the rule returns to the ``jobs`` and ``calls`` bundles (the job it started)."""
-        if held is not None:
-            return held.job, multiple()
-        made = self.start_job(operation, variant)
+        if isinstance(job, Made):
+            return job.job, multiple()
+        made = self.start_job(job.operation, job.variant)
         return (made.job, made) if made is not None else (None, multiple())
 
     @precondition(lambda self: bool(self.job_operations()))
     @rule(
         targets=(jobs, calls),
-        job=drawn(jobs, started, fresh=True),
-        operation=among(lambda m: m.job_names()),
-        variant=VARIANTS,
+        job=drawn(jobs, started, fresh=new(lambda m: m.job_names())),
         seconds=st.sampled_from(ADVANCES),
     )
     @step
-    def poll(self, job: Made | None, operation: str, variant: int, seconds: int) -> Any:
-        job_id, made = self.job(job, operation, variant)
+    def poll(self, job: Made | New, seconds: int) -> Any:
+        job_id, made = self.job(job)
         if job_id is None:
             return made
         if self.run.control is not None:
@@ -362,14 +386,12 @@ class WorkspaceMachine(WorkspaceModel):
     @precondition(lambda self: mock_only(self) and bool(self.job_operations()))
     @rule(
         targets=(jobs, calls),
-        job=drawn(jobs, started, fresh=True),
-        operation=among(lambda m: m.job_names()),
-        variant=VARIANTS,
+        job=drawn(jobs, started, fresh=new(lambda m: m.job_names())),
         status=among(lambda m: sorted(m.facts.statuses.terminal)),
     )
     @step
-    def settle(self, job: Made | None, operation: str, variant: int, status: str) -> Any:
-        job_id, made = self.job(job, operation, variant)
+    def settle(self, job: Made | New, status: str) -> Any:
+        job_id, made = self.job(job)
         if job_id is None or not self.end_job(job_id, status):
             return made
         self.read_job(job_id)
@@ -380,14 +402,12 @@ class WorkspaceMachine(WorkspaceModel):
     @precondition(lambda self: bool(self.job_operations()))
     @rule(
         targets=(jobs, calls),
-        job=drawn(jobs, started, fresh=True),
-        operation=among(lambda m: m.job_names()),
-        variant=VARIANTS,
+        job=drawn(jobs, started, fresh=new(lambda m: m.job_names())),
         seconds=st.sampled_from(ADVANCES),
     )
     @step
-    def read_events(self, job: Made | None, operation: str, variant: int, seconds: int) -> Any:
-        job_id, made = self.job(job, operation, variant)
+    def read_events(self, job: Made | New, seconds: int) -> Any:
+        job_id, made = self.job(job)
         if job_id is None:
             return made
         if self.run.control is not None:
@@ -418,12 +438,11 @@ class WorkspaceMachine(WorkspaceModel):
     @precondition(lambda self: mock_only(self) and bool(self.delivery_ops()))
     @rule(
         targets=(jobs, calls),
-        operation=among(lambda m: m.delivery_ops()),
-        variant=VARIANTS,
+        job=among(new(lambda m: m.delivery_ops())),
         status=among(lambda m: sorted(m.facts.statuses.terminal)),
     )
     @step
-    def deliveries(self, operation: str, variant: int, status: str) -> Any:
+    def deliveries(self, job: New, status: str) -> Any:
         """A subscription, a job whose coverage the contract states, ended now; then every
         delivery this example's subscriptions received is judged."""
         control = self.run.control
@@ -434,7 +453,7 @@ class WorkspaceMachine(WorkspaceModel):
             self.run.note("no webhook subscription could be created")
             return multiple()
         ops = self.job_operations(True) + self.job_operations(False)
-        job_id, made = self.job(None, operation, variant) if ops else (None, multiple())
+        job_id, made = self.job(job) if ops else (None, multiple())
         if job_id is None or not self.end_job(job_id, status):
             return made
         self.read_job(job_id)

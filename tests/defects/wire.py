@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from starlette.responses import Response
@@ -266,7 +266,14 @@ def _deprecated_field_dropped(op: Operation | None, m: Message) -> None:
 
 
 def _job_leaves_terminal(seams: Seams) -> Seams:
-    terminal_reads: dict[str, int] = {}  # this app's reads of each terminal job
+    # reads of each terminal job since the state was last replaced: a reset (or a restored
+    # snapshot) forgets them, so that the same requests after a reset get the same answers
+    terminal_reads: dict[str, int] = {}
+
+    class Forgetting(type(seams)):  # type: ignore[misc]
+        def world(self, data: dict[str, Any], *, seed: int | None) -> Any:
+            terminal_reads.clear()  # a new world: the reset state, its jobs never read
+            return super().world(data, seed=seed)
 
     def leave(op: Operation | None, m: Message) -> None:
         if op is None or op.operation_id != "getJob" or m.status != 200:
@@ -280,7 +287,8 @@ def _job_leaves_terminal(seams: Seams) -> Seams:
 
         _rewrite_jobs(m, change)
 
-    return rewriting_responses(leave)(seams)
+    forgetting = Forgetting(**{f.name: getattr(seams, f.name) for f in fields(seams)})
+    return rewriting_responses(leave)(forgetting)
 
 
 def _charge_differs_from_quote(op: Operation | None, m: Message) -> None:
