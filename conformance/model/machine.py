@@ -32,10 +32,11 @@ from hypothesis.stateful import (
 )
 
 from conformance.checks.idempotency import resource_id
+from conformance.contract import Operation
 from conformance.model import api, requests
 from conformance.model.base import Made, WorkspaceModel, delivered_event, ok
 from conformance.model.compare import seen_twice, sequence_problems
-from conformance.model.run import RunState, control_curl
+from conformance.model.run import RunState, Sent, control_curl
 from conformance.target import BudgetExhausted
 
 ADVANCES = (0, 60, 600, 3600)  # seconds the mock's clock moves before a job is read
@@ -99,7 +100,10 @@ def drawn(
     def choices(machine: WorkspaceMachine) -> st.SearchStrategy[Any]:
         held = [ref for ref in reversed(machine.bundle(bundle.name))
                 if wanted(machine.names_to_values[ref.name])]  # fmt: skip
-        return st.sampled_from([*(fresh(machine) if fresh else []), *held])
+        made = fresh(machine) if fresh else []
+        if made and held:  # as likely as a new one: a value of the bundle is used again
+            return st.one_of(st.sampled_from(made), st.sampled_from(held))
+        return st.sampled_from(made or held)
 
     return st.runner().flatmap(choices)
 
@@ -161,13 +165,49 @@ class WorkspaceMachine(WorkspaceModel):
         return [k.name for k in self.creatable()]
 
     def paid_names(self) -> list[str]:
-        return [op.operation_id for op in self.facts.paid]
+        return self.standalone_first(self.facts.paid)
 
     def job_names(self) -> list[str]:
-        return [op.operation_id for op in self.job_operations()]
+        return self.standalone_first(self.job_operations())
+
+    def standalone_first(self, ops: list[Operation]) -> list[str]:
+        """``ops``' names, those a call can succeed with alone first (the shrinker lowers a
+        choice towards the first): fewest required ids that no kind of the run's records
+        supplies (``jobId``: a job in some state), then fewest required body fields."""
+        kinds = {path.rstrip("/").rsplit("/", 1)[-1] for path in self.facts.kinds}
+
+        def key(op: Operation) -> tuple[int, int, str]:
+            schema = op.body_schema
+            required = self.ctx.held.flatten(schema)["required"] if schema is not None else []
+            needs = [f for f in required if f.endswith("Id") and f"{f[:-2]}s" not in kinds]
+            return len(needs), len(required), op.operation_id
+
+        return [op.operation_id for op in sorted(ops, key=key)]
 
     def walkable(self) -> list[str]:
         return [k.name for k in self.creatable() if self.ctx.held.is_cursor_list(k.list_op)]
+
+    def replay_new(self) -> list[New]:
+        """The calls a replay may make first: a create of each kind, then each paid call."""
+        return [New(k) for k in self.creatable_names()] + [New(p) for p in self.paid_names()]
+
+    def call_now(self, call: New) -> Sent | None:
+        """``call`` made now (a kind's create, or a paid operation): the call, if it succeeded."""
+        if call.operation in self.facts.kinds:
+            made = self.create_record(self.facts.kinds[call.operation], call.variant)
+        else:
+            made = self.pay_now(call)
+        return made.sent if made is not None else None
+
+    def pay_now(self, call: New) -> Made | None:
+        op = self.ctx.held.operations[call.operation]
+        prepared = requests.paid_request(
+            self.ctx, op, call.variant, self.ctx.new_key(), self.options
+        )
+        if prepared is None:
+            self.run.note("no request could be generated")
+            return None
+        return self.accept(op, prepared, self.ctx.send(prepared, op))
 
     def retry_ops(self) -> list[str]:
         """Creates, and the paid operations that succeeded in this example: each with a
@@ -214,28 +254,20 @@ class WorkspaceMachine(WorkspaceModel):
     @rule(targets=(calls, jobs), call=among(new(lambda m: m.paid_names())))
     @step
     def pay(self, call: New) -> Any:
-        op = self.ctx.held.operations[call.operation]
-        prepared = requests.paid_request(
-            self.ctx, op, call.variant, self.ctx.new_key(), self.options
-        )
-        if prepared is None:
-            self.run.note("no request could be generated")
-            return multiple()
-        made = self.accept(op, prepared, self.ctx.send(prepared, op))
+        made = self.pay_now(call)
         return made if made is not None else multiple()
 
-    @precondition(lambda self: bool(self.creatable()) or holds(calls, keyed)(self))
-    @rule(call=drawn(calls, keyed, fresh=lambda m: [New(k) for k in m.creatable_names()]))
+    @precondition(lambda self: bool(self.replay_new()) or holds(calls, keyed)(self))
+    @rule(call=drawn(calls, keyed, fresh=lambda m: m.replay_new()))
     @step
     def replay(self, call: Made | New) -> None:
-        """A call replayed with its Idempotency-Key (a :class:`New` one, or where the call
-        drawn is past the key's retention, a record created now)."""
+        """A call replayed with its Idempotency-Key: one the bundle holds, or a :class:`New`
+        one made now (a create, or a paid call), as where the call drawn is past the key's
+        retention (a record created now)."""
         sent = call.sent if isinstance(call, Made) else None
         if sent is None or sent not in self.replayable():
-            kinds = self.creatable()
-            kind = self.facts.kinds[call.operation] if isinstance(call, New) else kinds[0]
-            made = self.create_record(kind, 0) if kinds else None
-            sent = made.sent if made is not None else None
+            fresh = call if isinstance(call, New) else next(iter(self.replay_new()), None)
+            sent = self.call_now(fresh) if fresh is not None else None
             if sent is None:
                 return
         if sent.op.paid and self.pending:
