@@ -100,10 +100,7 @@ def drawn(
     def choices(machine: WorkspaceMachine) -> st.SearchStrategy[Any]:
         held = [ref for ref in reversed(machine.bundle(bundle.name))
                 if wanted(machine.names_to_values[ref.name])]  # fmt: skip
-        made = fresh(machine) if fresh else []
-        if made and held:  # as likely as a new one: a value of the bundle is used again
-            return st.one_of(st.sampled_from(made), st.sampled_from(held))
-        return st.sampled_from(made or held)
+        return st.sampled_from([*(fresh(machine) if fresh else []), *held])
 
     return st.runner().flatmap(choices)
 
