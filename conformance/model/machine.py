@@ -2,16 +2,17 @@
 
 Every step drives the deployment through the public API and holds each answer to the model kept
 by :class:`conformance.model.base.WorkspaceModel`. What the server returns goes into bundles:
-``records`` (records a PATCH may change: the fixtures, against the mock, and those created),
-``calls`` (calls made with an Idempotency-Key, to replay) and ``jobs`` (jobs started); rules
-that need one take it as an argument. A rule that needs a state (a paid operation in the
-contract, the mock's control plane, a price known) has a precondition, and the reasons a run's
-contract keeps a rule from ever running are noted once, when the run starts
+``records`` (records a PATCH may change: those created; the fixtures, against the mock, are
+drawn with them), ``calls`` (calls made with an Idempotency-Key, to replay) and ``jobs`` (jobs
+started); rules that need one take it as an argument. A rule that needs a state (a paid
+operation in the contract, the mock's control plane, a price known) has a precondition, and the
+reasons a run's contract keeps a rule from ever running are noted once, when the run starts
 (:func:`unavailable`). The ledger and the job status rules are invariants, judged after every
 step on what the steps read (an invariant makes no request). The rules that poll, end or read a
-job, and replay a call, make their own (a new job, a new record) when their argument is a
-:class:`New` one, so that one step reproduces what they judge. Steps marked mock-only use the
-bundled mock's control plane (its credits, prices, clock, job outcomes and delivery flush).
+job make their own (a new job) when their argument is a :class:`New` one, and a replay makes
+its call (a create, or a paid call), so that one step reproduces what they judge. Steps marked
+mock-only use the bundled mock's control plane (its credits, prices, clock, job outcomes and
+delivery flush).
 """
 
 from __future__ import annotations
@@ -508,5 +509,6 @@ class WorkspaceMachine(WorkspaceModel):
         return made
 
     def delivery_ops(self) -> list[str]:
-        """The job operations whose coverage the contract states (covered or not)."""
-        return [op.operation_id for op in self.job_operations(True) + self.job_operations(False)]
+        """The job operations whose coverage the contract states (covered or not), in the order
+        of the other job rules (those a call can succeed with alone first)."""
+        return self.standalone_first(self.job_operations(True) + self.job_operations(False))
