@@ -2,9 +2,9 @@
 
 Every step drives the deployment through the public API and holds each answer to the model kept
 by :class:`conformance.model.base.WorkspaceModel`. What the server returns goes into bundles:
-``records`` (records a PATCH may change: the fixtures, against the mock, and those created),
-``calls`` (calls made with an Idempotency-Key, to replay) and ``jobs`` (jobs started); rules
-that need one take it as an argument. A rule that needs a state (a paid
+``records`` (records a PATCH may change: those created; the fixtures, against the mock, are
+drawn with them), ``calls`` (calls made with an Idempotency-Key, to replay) and ``jobs`` (jobs
+started); rules that need one take it as an argument. A rule that needs a state (a paid
 operation in the contract, the mock's control plane, a price known) has a precondition, and the
 reasons a run's contract keeps a rule from ever running are noted once, when the run starts
 (:func:`unavailable`). The ledger and the job status rules are invariants, judged after every
@@ -25,7 +25,6 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
-    initialize,
     invariant,
     multiple,
     precondition,
@@ -99,8 +98,7 @@ def drawn(
     now, so an empty bundle is never drawn from (a precondition says whether one may be)."""
 
     def choices(machine: WorkspaceMachine) -> st.SearchStrategy[Any]:
-        held = [ref for ref in reversed(machine.bundle(bundle.name))
-                if wanted(machine.names_to_values[ref.name])]  # fmt: skip
+        held = [value for value in machine.held(bundle) if wanted(value)]
         return st.sampled_from([*(fresh(machine) if fresh else []), *held])
 
     return st.runner().flatmap(choices)
@@ -110,8 +108,7 @@ def holds(bundle: Bundle[Any], wanted: Callable[[Made], bool]) -> Callable[[Any]
     """A precondition: ``bundle`` holds a value ``wanted`` accepts."""
 
     def precondition(machine: Any) -> bool:
-        values = machine.names_to_values
-        return any(wanted(values[ref.name]) for ref in machine.bundle(bundle.name))
+        return any(wanted(value) for value in machine.held(bundle))
 
     return precondition
 
@@ -156,6 +153,8 @@ def unavailable(run: RunState) -> list[str]:
 class WorkspaceMachine(WorkspaceModel):
     """The steps: creating, paying, replaying, refusing then retrying, balance reads, partial
     updates, walks while creating, jobs polled, ended and their streams read, deliveries."""
+
+    fixtures: list[Made] | None = None  # the example's records from before it (read once)
 
     # -- what each rule may choose from (this run's contract) ----------------------------------
 
@@ -214,12 +213,19 @@ class WorkspaceMachine(WorkspaceModel):
         paid = [s.op.operation_id for s in self.sent if s.op.paid]
         return sorted(set(creates) | {p for p in paid if p in self.succeeded})
 
-    # -- the bundles' first values -----------------------------------------------------------------
+    # -- what a bundle holds ----------------------------------------------------------------------
 
-    @initialize(target=records)
-    def fixtures(self) -> Any:
-        """The records that existed before the example (against the mock: reset to them)."""
-        return multiple(*self.fixture_records())
+    def held(self, bundle: Bundle[Any]) -> list[Any]:
+        """What ``bundle`` holds, the newest first; for ``records``, then the records that
+        existed before the example (against the mock: reset to them). Those are no step of
+        the example: an ``@initialize`` rule would be one, taking one of its steps, and the
+        first step would no longer be forced, so Hypothesis would spend an example on none."""
+        values = [self.names_to_values[ref.name] for ref in reversed(self.bundle(bundle.name))]
+        if bundle is records:
+            if self.fixtures is None:
+                self.fixtures = self.fixture_records()
+            values += reversed(self.fixtures)
+        return values
 
     # -- the invariants ---------------------------------------------------------------------------
 
