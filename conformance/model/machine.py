@@ -255,11 +255,10 @@ class WorkspaceMachine(WorkspaceModel):
         return made if made is not None else multiple()
 
     @precondition(lambda self: bool(self.facts.paid))
-    @rule(targets=(calls, jobs), call=among(new(lambda m: m.paid_names())))
+    @rule(call=among(new(lambda m: m.paid_names())))
     @step
-    def pay(self, call: New) -> Any:
-        made = self.pay_now(call)
-        return made if made is not None else multiple()
+    def pay(self, call: New) -> None:
+        self.pay_now(call)
 
     @precondition(lambda self: bool(self.replay_new()) or holds(calls, keyed)(self))
     @rule(call=drawn(calls, keyed, fresh=lambda m: m.replay_new()))
