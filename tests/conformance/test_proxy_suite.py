@@ -42,9 +42,6 @@ FOUND_BY = {
     "job-events-out-of-order": "pagination-ordered-streams",  # events not in sequence order
     # one key answered with different ids: the replay judge sees the overlap's second execution
     "overlapping-retries-execute": "idempotency-replay",
-    # a refused paid call charged at a zero balance leaves a negative one, which the schema
-    # forbids (balance minimum 0): the model's steps set credits to 0 then make such a call
-    "refused-call-charged": "schema-responses",
 }
 
 _STATE = (
@@ -76,6 +73,7 @@ PASSIVE_BLIND = {
     "usage-needs-spend": "what a key may do (its role) is not in the traffic",
     "replay-charges-twice": _BALANCE,
     "overlapping-charges-lost": _BALANCE,
+    "refused-call-charged": _BALANCE,
     "charge-differs-from-quote": _BALANCE,
     "capabilities-billed": _BALANCE,
     "remix-priced-flat": _BALANCE,
