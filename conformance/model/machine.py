@@ -39,7 +39,9 @@ from conformance.model.compare import seen_twice, sequence_problems
 from conformance.model.run import RunState, Sent, control_curl
 from conformance.target import BudgetExhausted
 
-ADVANCES = (0, 60, 600, 3600)  # seconds the mock's clock moves before a job is read
+# Seconds the mock's clock moves before a job is read: 60 first (the value the shrinker lowers
+# towards), since a new job read after 0 s answers what its start did (queued), after 60 s it runs.
+ADVANCES = (60, 0, 600, 3600)
 CREDITS = (0, 60, 1_000_000)  # balances the mock's control plane sets
 PRICES = (0, 1, 35, 400)  # prices the mock's control plane sets
 PAGE_SIZES = (1, 2, 5)
