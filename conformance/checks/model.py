@@ -26,7 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from conformance.checks import check
 from conformance.context import Context
 from conformance.generation import salted
-from conformance.model.machine import WorkspaceMachine
+from conformance.model.machine import WorkspaceMachine, unavailable
 from conformance.model.rules import RULES
 from conformance.model.run import (
     Facts,
@@ -78,6 +78,8 @@ def _explore(ctx: Context, run: RunState, facts: Facts) -> None:
     except BudgetExhausted as exhausted:
         run.stopped = exhausted.reason
         return
+    for reason in unavailable(run):  # rules their preconditions keep from ever running
+        run.note(reason)
     machine = type("Workspace", (WorkspaceMachine,), {"run": run})
     hypothesis_seed(salted(ctx.seed, NAME if ctx.phase != DEPTH else f"{NAME}-depth"))(machine)
     try:

@@ -42,6 +42,34 @@ class JobModel:
     started: Exchange  # the call that started it
     status: str | None = None
     after: int = 0  # the last event sequence read
+    final: str | None = None  # the terminal status it was first read in (the invariant's)
+
+
+@dataclass(frozen=True)
+class Made:
+    """What a step made, as its bundles hold it: a record (its kind's list path and its id), a
+    job, and the call with an Idempotency-Key that made it (None: a fixture record)."""
+
+    kind: str | None = None
+    record: str | None = None
+    job: str | None = None
+    sent: Sent | None = None
+    patchable: bool = False  # a record a PATCH may change in this run
+    products: bool = False  # one whose products a PATCH may bind
+
+
+@dataclass(frozen=True)
+class Observed:
+    """An answer a rule read, kept for an invariant to judge: a balance (``ledger``) or a job's
+    status (``job-status``, ``terminal-final``)."""
+
+    rule: str
+    exchange: Exchange | None
+    job: str | None = None
+    status: Any = None
+    shown: int | None = None  # the balance the deployment shows
+    expected: int | None = None  # the model's
+    message: str = ""
 
 
 @dataclass
@@ -61,17 +89,6 @@ def _is_final() -> bool:
 
 def ok(exchange: Exchange) -> bool:
     return 200 <= exchange.status < 300
-
-
-def pick_kind(data: st.DataObject, kinds: list[api.Kind]) -> api.Kind:
-    """One of ``kinds``, drawn by name (so that the program Hypothesis shows stays short)."""
-    name = data.draw(st.sampled_from([k.name for k in kinds]), label="kind")
-    return next(k for k in kinds if k.name == name)
-
-
-def pick_operation(data: st.DataObject, ops: list[Operation]) -> Operation:
-    name = data.draw(st.sampled_from([op.operation_id for op in ops]), label="operation")
-    return next(op for op in ops if op.operation_id == name)
 
 
 class WorkspaceModel(RuleBasedStateMachine):
@@ -94,6 +111,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.prices: dict[str, int] = {}
         self.options: dict[str, list[str]] = {}
         self.pending: list[Exchange] = []  # paid calls since the balance was last read
+        self.balance_read = False  # a step read the balance since anything could move it
         self.sent: list[Sent] = []
         self.succeeded: set[str] = set()
         self.jobs: dict[str, JobModel] = {}
@@ -102,6 +120,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         self.subscriptions: dict[str, SubscriptionModel] = {}
         self.route: str | None = None
         self.url: str | None = None
+        self.observed: list[Observed] = []  # answers the invariants judge after the step
         self.run.begin_example(_is_final())
         try:
             self._open()
@@ -119,6 +138,7 @@ class WorkspaceModel(RuleBasedStateMachine):
                 (len(self.ctx.target.exchanges), control_curl(control, "POST", "/reset"))
             )
         self.read_balance(judge=False)
+        self.balance_read = False  # where the example starts from: no step has judged it yet
 
     def tick(self) -> int:
         self.moments += 1
@@ -130,6 +150,7 @@ class WorkspaceModel(RuleBasedStateMachine):
         try:
             if self.pending:
                 self.read_balance(judge=True)
+            self.judge_observed()
             if self.run.control is None:
                 self._remove_subscriptions()
         except BudgetExhausted as exhausted:
@@ -210,21 +231,26 @@ class WorkspaceModel(RuleBasedStateMachine):
                 self.run.note("a price moved between a call and the balance read: not judged")
             else:
                 calls = "; ".join(f"{e.method} {e.path} → {e.status}" for e in self.pending)
-                self.expect(
-                    catalogue.balance == self.balance,
-                    "ledger",
-                    f"the balance is {catalogue.balance}; the model expects {self.balance} "
-                    f"(calls since the last read: {calls or 'none'})",
-                    exchange,
+                self.observed.append(
+                    Observed(
+                        "ledger",
+                        exchange,
+                        shown=catalogue.balance,
+                        expected=self.balance,
+                        message=f"the balance is {catalogue.balance}; the model expects "
+                        f"{self.balance} (calls since the last read: {calls or 'none'})",
+                    )
                 )
         self.balance = catalogue.balance
         self.prices = catalogue.prices
         self.options = catalogue.options
         self.pending = []
+        self.balance_read = True
 
     def account(self, op: Operation, exchange: Exchange) -> None:
         """A paid call answered: its charge (or none, refused) goes into the model's ledger."""
         self.pending.append(exchange)
+        self.balance_read = False
         if exchange.status >= 500 and not exchange.capability_unavailable:
             self.balance = None  # unknown until read again
             return
@@ -243,12 +269,15 @@ class WorkspaceModel(RuleBasedStateMachine):
             self.balance -= charge
             after = cost.get("balance") if isinstance(cost, dict) else None
             if isinstance(after, int) and not isinstance(after, bool):
-                self.expect(
-                    after == self.balance,
-                    "ledger",
-                    f"{op.label} charged {charge} at the catalogue's prices; its answer says the "
-                    f"balance is {after}, the model expects {self.balance}",
-                    exchange,
+                self.observed.append(
+                    Observed(
+                        "ledger",
+                        exchange,
+                        shown=after,
+                        expected=self.balance,
+                        message=f"{op.label} charged {charge} at the catalogue's prices; its "
+                        f"answer says the balance is {after}, the model expects {self.balance}",
+                    )
                 )
 
     # -- calls ----------------------------------------------------------------------------------
@@ -285,15 +314,18 @@ class WorkspaceModel(RuleBasedStateMachine):
         fill = self.fill(op)
         return None if fill is None else requests.create_request(self.ctx, op, n, key, fill)
 
-    def accept(self, op: Operation, prepared: Prepared, exchange: Exchange) -> None:
-        """A call with a key answered: the model learns what it made and what it cost."""
+    def accept(self, op: Operation, prepared: Prepared, exchange: Exchange) -> Made | None:
+        """A call with a key answered: the model learns what it made and what it cost (None:
+        it made nothing)."""
         if op.paid:
             self.account(op, exchange)
         if not ok(exchange):
-            return
+            return None
         body = exchange.json()
         self.succeeded.add(op.operation_id)
-        self.sent.append(Sent(op, prepared, exchange, resource_id(body), self.elapsed))
+        sent = Sent(op, prepared, exchange, resource_id(body), self.elapsed)
+        self.sent.append(sent)
+        made = Made(sent=sent)
         pointer = self.facts.job_pointers.get(op.operation_id)
         job_id = api.pointer(body, pointer) if pointer else None
         if isinstance(job_id, str):
@@ -303,9 +335,11 @@ class WorkspaceModel(RuleBasedStateMachine):
             job = api.pointer(body, pointer[:-1]) if pointer else None
             if isinstance(job, dict) and "status" in job:
                 self.judge_status(job_id, job.get("status"), exchange)
+            made = Made(job=job_id, sent=sent)
         kind = self._kind_of(op.operation_id)
         record = api.record_in(body)
         if kind is not None and record is not None:
+            made = self.made(kind, record["id"], sent)
             self.records.setdefault(kind.name, {})[record["id"]] = record
             self.created.setdefault(kind.name, []).append(record["id"])
             if op.operation_id == api.SUBSCRIBE:
@@ -313,6 +347,7 @@ class WorkspaceModel(RuleBasedStateMachine):
                 self.subscriptions[record["id"]] = SubscriptionModel(
                     self.tick(), set(events) if isinstance(events, list) else set()
                 )
+        return made
 
     def known(self, what: str) -> list[str]:
         return list(self.run.known.get(what, []))
@@ -323,15 +358,15 @@ class WorkspaceModel(RuleBasedStateMachine):
             if k.create is not None and self.ctx.why_not_send(k.create) is None
         ]  # fmt: skip
 
-    def create_record(self, kind: api.Kind, n: int) -> Exchange | None:
+    def create_record(self, kind: api.Kind, n: int) -> Made | None:
+        """A record of ``kind`` created (variant ``n``): what it made (None: nothing)."""
         assert kind.create is not None
         prepared = self.request_for(kind.create, n, self.ctx.new_key())
         if prepared is None:
             self.run.note(f"{kind.create.label} cannot be called in this run")
             return None
         exchange = self.ctx.send(prepared, kind.create)
-        self.accept(kind.create, prepared, exchange)
-        return exchange
+        return self.accept(kind.create, prepared, exchange)
 
     # -- records ---------------------------------------------------------------------------------
 
@@ -341,11 +376,17 @@ class WorkspaceModel(RuleBasedStateMachine):
             if k.update is not None and self.ctx.why_not_send(k.update) is None
         ]  # fmt: skip
 
-    def ids_of(self, kind: api.Kind) -> list[str]:
-        mine = self.created.get(kind.name, [])
-        if self.run.control is None:  # records that existed before the run are never changed
-            return list(mine)
-        return self.known(kind.name) + [i for i in mine if i not in self.known(kind.name)]
+    def fixture_records(self) -> list[Made]:
+        """The records that existed before the run that a PATCH may change: none unless the
+        mock's control plane resets them before each example."""
+        if self.run.control is None:
+            return []
+        return [self.made(k, i) for k in self.updatable() for i in self.known(k.name)]
+
+    def made(self, kind: api.Kind, record_id: str, sent: Sent | None = None) -> Made:
+        patchable = kind in self.updatable()
+        products = patchable and "products" in kind.writable
+        return Made(kind.name, record_id, sent=sent, patchable=patchable, products=products)
 
     def ids_of_items(self, items: str) -> list[str]:
         """Ids of the records listed under ``items`` (``products``): read and created."""
@@ -375,13 +416,11 @@ class WorkspaceModel(RuleBasedStateMachine):
             pool["url"] = [url] if url else []
         return {name: values for name, values in pool.items() if values}
 
-    def patch(self, data: st.DataObject, kind: api.Kind, first: str | None = None) -> None:
+    def patch(
+        self, data: st.DataObject, kind: api.Kind, record_id: str, first: str | None = None
+    ) -> None:
         """PATCH some writable fields of a record (``first`` among them), then read it back."""
         assert kind.update is not None
-        ids = self.ids_of(kind)
-        if not ids:
-            return
-        record_id = data.draw(st.sampled_from(ids), label="id")
         before = self.records.get(kind.name, {}).get(record_id)
         if before is None:
             _, before = api.read_record(self.ctx, kind, record_id)
@@ -445,26 +484,44 @@ class WorkspaceModel(RuleBasedStateMachine):
     # -- jobs ------------------------------------------------------------------------------------
 
     def judge_status(self, job_id: str, status: Any, exchange: Exchange) -> None:
+        """A job's status read: the model takes it now; the invariants judge it after the step."""
+        self.observed.append(Observed("job-status", exchange, job=job_id, status=status))
+        job = self.jobs.get(job_id)
+        if job is not None:
+            job.status = status
+
+    def judge_observed(self) -> None:
+        """The answers read since the last judgement, held to the ledger and to the job status
+        rules, in the order they were read."""
+        observed, self.observed = self.observed, []
+        for seen in observed:
+            if seen.rule == "ledger":
+                self.expect(seen.shown == seen.expected, "ledger", seen.message, seen.exchange)
+            else:
+                self._judge_job_status(seen)
+
+    def _judge_job_status(self, seen: Observed) -> None:
         statuses = self.facts.statuses
-        allowed = statuses.closed
+        allowed, status = statuses.closed, seen.status
         self.expect(
             isinstance(status, str) and (allowed is None or status in allowed),
             "job-status",
-            f"job {job_id} has status {status!r}, outside the closed set "
+            f"job {seen.job} has status {status!r}, outside the closed set "
             f"{', '.join(sorted(allowed or statuses.terminal))}",
-            exchange,
+            seen.exchange,
         )
-        job = self.jobs.get(job_id)
+        job = self.jobs.get(seen.job or "")
         if job is None:
             return
-        if job.status in statuses.terminal:
+        if job.final is not None:
             self.expect(
-                status == job.status,
+                status == job.final,
                 "terminal-final",
-                f"job {job_id} was {job.status} (terminal) and is now {status!r}",
-                exchange,
+                f"job {seen.job} was {job.final} (terminal) and is now {status!r}",
+                seen.exchange,
             )
-        job.status = status
+        elif status in statuses.terminal:
+            job.final = status
 
     def read_job(self, job_id: str) -> None:
         op = self.ctx.held.operations[api.READ_JOB]
@@ -495,26 +552,19 @@ class WorkspaceModel(RuleBasedStateMachine):
             and (covered is None or self.facts.coverage.get(op.operation_id) is covered)
         ]  # fmt: skip
 
-    def start_job(self, op: Operation, n: int) -> str | None:
-        prepared = requests.paid_request(self.ctx, op, n, self.ctx.new_key(), self.options)
-        if prepared is None:
-            return None
-        exchange = self.ctx.send(prepared, op)
-        self.accept(op, prepared, exchange)
-        pointer = self.facts.job_pointers[op.operation_id]
-        job_id = api.pointer(exchange.json(), pointer) if ok(exchange) else None
-        return job_id if isinstance(job_id, str) else None
-
-    def pick_job(self, data: st.DataObject, ops: list[Operation] | None = None) -> str | None:
-        """A job of this example, or one started now."""
-        if ops is None and self.jobs and data.draw(st.booleans(), label="existing job"):
-            return data.draw(st.sampled_from(sorted(self.jobs)), label="job")
-        ops = self.job_operations() if ops is None else ops
+    def start_job(self, op: str, n: int) -> Made | None:
+        """A job started now by ``op`` (one of this run's job operations), variant ``n``:
+        what the call made (None: no job)."""
+        ops = self.job_operations()
         if not ops:
             self.run.note("no paid operation that starts a job may be called")
             return None
-        op = pick_operation(data, ops)
-        return self.start_job(op, data.draw(st.integers(0, 3), label="variant"))
+        chosen = next((o for o in ops if o.operation_id == op), ops[0])
+        prepared = requests.paid_request(self.ctx, chosen, n, self.ctx.new_key(), self.options)
+        if prepared is None:
+            return None
+        made = self.accept(chosen, prepared, self.ctx.send(prepared, chosen))
+        return made if made is not None and made.job is not None else None
 
     def end_job(self, job_id: str, status: str) -> bool:
         """The mock's control plane ends a job now, in ``status`` (409 when already ended)."""
