@@ -28,8 +28,6 @@ from mockserver.store.sql import (
     Dialect,
     SqlStore,
     conflict,
-    encode_key,
-    encode_value,
     rows_of,
 )
 
@@ -225,21 +223,17 @@ def _journalled(world: str, rows: list[JournalRow]) -> dict[str, Any]:
 
 
 def _writing(world: str, change: Write, rev: int) -> dict[str, Any]:
-    """write_statement's parameters: the change's documents as columns."""
-    keys: list[str] = []
-    docs: list[str | None] = []
-    created: list[bool] = []
-    for key, value in change.docs:
-        keys.append(encode_key(key))
-        docs.append(None if value is None else encode_value(value))
-        created.append(key in change.created)
+    """write_statement's parameters: the change's documents as columns (sql.rows_of's keys
+    and values; their places in order are given by the statement's revision)."""
+    rows = rows_of(change, rev)
+    created = [key in change.created for key, _ in change.docs]
     return {
         "world": world,
         "rev": rev,
         "guard": GUARD_LOCK,
-        "keys": keys,
-        "ords": list(range(len(keys))),
-        "docs": docs,
+        "keys": [key for key, _, _, _ in rows],
+        "ords": list(range(len(rows))),
+        "docs": [doc for _, _, _, doc in rows],
         "created": created,
         "n_created": sum(created),
     }
