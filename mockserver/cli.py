@@ -233,7 +233,8 @@ def control_token(args: argparse.Namespace) -> tuple[str | None, bool]:
         return args.control_token, False
     if not args.control_plane or args.open_control_plane or is_loopback(args.host):
         return None, False
-    return secrets.token_urlsafe(24), True
+    # Hex: a token that began with '-' could not follow --control-token as its own word.
+    return secrets.token_hex(24), True
 
 
 def settings_from(args: argparse.Namespace, port: int, token: str | None = None) -> Settings:

@@ -183,3 +183,14 @@ def test_the_settings_never_show_the_token():
     from mockserver.settings import Settings
 
     assert "s3cr3t-token" not in repr(Settings(control_token="s3cr3t-token"))
+
+
+def test_a_made_token_can_be_given_back_as_the_option_s_own_word():
+    """The banner says to set a token with --control-token: every token the mock makes is
+    taken as that option's value (one beginning with '-' would read as another option)."""
+    parser = cli.build_serve_parser()
+    args = parser.parse_args(["--host", "0.0.0.0"])
+    for _ in range(300):
+        token, made = cli.control_token(args)
+        assert made and token is not None and len(token) >= 32
+        assert parser.parse_args(["--control-token", token]).control_token == token
