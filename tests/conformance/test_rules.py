@@ -48,6 +48,13 @@ def test_nothing_of_the_document_is_left_out_of_the_rules():
             assert word in cut, (i + 1, word, line)
 
 
+def test_every_check_counts_for_a_stated_rule():
+    """A check's judgements count in the verdict's rule coverage only through the rules that
+    name it: a check no rule names would judge a run and leave the headline at "0 of N judged"
+    (as schema-stateful did, run alone, until it was named for the job read its links reach)."""
+    assert check_names() - named_in_the_table() == set()
+
+
 def test_a_new_sentence_in_the_document_is_untraced():
     text = document_text().replace(
         "Bodies are JSON.", "Bodies are JSON. Every answer arrives within a second."
