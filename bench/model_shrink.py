@@ -159,7 +159,8 @@ def main() -> None:
         from tests.conformance.checks.test_model import DEFECT_RULES
 
         defects = [d for d in args.defects.split(",") if d] or sorted(DEFECT_RULES)
-        json.dump(measure(defects, args.seeds, caps), sys.stdout)
+        answer, sys.stdout = sys.stdout, sys.stderr  # what a run prints is not the answer
+        json.dump(measure(defects, args.seeds, caps), answer)
         return
     forwarded = ["--seeds", str(args.seeds), "--caps", args.caps, "--defects", args.defects]
     reference: dict[str, Any] | None = None
