@@ -1,11 +1,11 @@
 """How short the model check's shrunk failing sequences are, per defect of the test overlay.
 
-    python bench/model_shrink.py [--seeds 6] [--caps none,400] [--defects a,b]
+    python bench/model_shrink.py [--seeds 6] [--first-seed 1] [--caps none,400] [--defects a,b]
                                  [--ref /work/wt/main-ref] [--ref-results FILE] [--save FILE]
 
-For each defect of ``DEFECT_RULES`` (tests/conformance/checks/test_model.py), each seed 1..N
-and each request cap (``none``: no ``--max-requests``), the model check (``--only
-model-workspace``) is run against a fresh bundled mock with that one defect
+For each defect of ``DEFECT_RULES`` (tests/conformance/checks/test_model.py), each of N seeds
+from ``--first-seed`` and each request cap (``none``: no ``--max-requests``), the model check
+(``--only model-workspace``) is run against a fresh bundled mock with that one defect
 (``tests.conformance.support.live_mock``), through ``conformance.api.run``, with the model's
 own budget (its shrink replays and seconds, examples and steps untouched). Printed per defect
 and cap: how many seeds caught the defect (a failure of the rule it breaks), the median length
@@ -15,7 +15,11 @@ and the median requests of the run.
 
 ``--ref PATH`` runs the same measurement with another checkout's code (a subprocess with
 ``PYTHONPATH=PATH``, one process at a time: this tree's runs follow its runs), and prints the
-two side by side with the ratio this tree / the other of the median lengths. ``--save FILE``
+two side by side with the ratio this tree / the other of the median lengths, then per cap the
+runs both trees caught, seed by seed: the mean length, how many are over 8 steps, and on how
+many this tree is shorter or longer. A defect's median over 6 seeds moves with the seeds drawn
+(one tree catching a defect on a seed the other misses, and shrinking it less, raises its
+median): compare over 12 or more seeds, and read the seed-by-seed lines. ``--save FILE``
 keeps this tree's figures as JSON; ``--ref-results FILE`` reads the other tree's from such a
 file instead of running it. The runs of one tree are deterministic per seed, but shrinking also
 stops after its seconds (30), so a loaded machine can shorten what a run shrinks.
@@ -37,7 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ONLY = ["model-workspace"]
 
 
-def measure(defects: list[str], seeds: int, caps: list[int | None]) -> dict[str, Any]:
+def measure(
+    defects: list[str], seeds: int, caps: list[int | None], first: int = 1
+) -> dict[str, Any]:
     """Every (defect, cap, seed) run of the tree on ``sys.path`` (its ``conformance``)."""
     import conformance
     from conformance.api import RunConfig, run
@@ -48,7 +54,7 @@ def measure(defects: list[str], seeds: int, caps: list[int | None]) -> dict[str,
     for defect in defects:
         rule = DEFECT_RULES[defect]
         for cap in caps:
-            for seed in range(1, seeds + 1):
+            for seed in range(first, first + seeds):
                 began = time.monotonic()
                 with live_mock(defects=[defect]) as mock:
                     report = run(
@@ -130,6 +136,36 @@ def print_ratios(ours: list[dict[str, Any]], theirs: list[dict[str, Any]], ref: 
     print(f"shorter on {shorter}, longer on {longer} of {len(mine)} (defect, cap) pairs")
 
 
+def print_paired(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> None:
+    """Per cap, seed by seed: the runs both trees caught, and how long each shrunk them."""
+    other = {(r["defect"], r["cap"], r["seed"]): r for r in theirs}
+    print("\nseed by seed, the runs both trees caught: mean steps (over 8 steps), this / other")
+    for cap in dict.fromkeys(r["cap"] for r in ours):
+        pairs = [
+            (r["steps"], other[key]["steps"])
+            for r in ours
+            if r["cap"] == cap
+            and (key := (r["defect"], r["cap"], r["seed"])) in other
+            and r["caught"]
+            and other[key]["caught"]
+        ]
+        runs = [r for r in ours if r["cap"] == cap]
+        caught = (
+            sum(r["caught"] for r in runs),
+            sum(other[k]["caught"] for r in runs if (k := (r["defect"], cap, r["seed"])) in other),
+        )
+        if not pairs:
+            continue
+        mine, theirs_steps = [a for a, _ in pairs], [b for _, b in pairs]
+        print(
+            f"cap {shown(cap) if cap else 'none'}: caught {caught[0]} / {caught[1]} of "
+            f"{len(runs)}; both {len(pairs)}: mean {statistics.mean(mine):.2f} "
+            f"({sum(a > 8 for a in mine)}) / {statistics.mean(theirs_steps):.2f} "
+            f"({sum(b > 8 for b in theirs_steps)}); shorter on {sum(a < b for a, b in pairs)}, "
+            f"longer on {sum(a > b for a, b in pairs)}"
+        )
+
+
 def in_subprocess(tree: str, argv: list[str]) -> dict[str, Any]:
     """The figures of ``tree``'s code: this script's measurement, run with its PYTHONPATH."""
     env = dict(os.environ, PYTHONPATH=tree)
@@ -146,6 +182,7 @@ def in_subprocess(tree: str, argv: list[str]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--caps", default="none,400", help="request caps, 'none' for no cap")
     parser.add_argument("--defects", default="", help="only these defects (comma-separated)")
     parser.add_argument("--ref", default="", help="another checkout to measure side by side")
@@ -160,9 +197,10 @@ def main() -> None:
 
         defects = [d for d in args.defects.split(",") if d] or sorted(DEFECT_RULES)
         answer, sys.stdout = sys.stdout, sys.stderr  # what a run prints is not the answer
-        json.dump(measure(defects, args.seeds, caps), answer)
+        json.dump(measure(defects, args.seeds, caps, args.first_seed), answer)
         return
-    forwarded = ["--seeds", str(args.seeds), "--caps", args.caps, "--defects", args.defects]
+    forwarded = ["--seeds", str(args.seeds), "--first-seed", str(args.first_seed)]
+    forwarded += ["--caps", args.caps, "--defects", args.defects]
     reference: dict[str, Any] | None = None
     if args.ref_results:
         reference = json.loads(Path(args.ref_results).read_text())
@@ -176,6 +214,7 @@ def main() -> None:
     print_table(f"this: {ours['tree']}", ours["rows"])
     if reference is not None:
         print_ratios(ours["rows"], reference["rows"], reference["tree"])
+        print_paired(ours["rows"], reference["rows"])
 
 
 if __name__ == "__main__":
