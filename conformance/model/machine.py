@@ -94,10 +94,11 @@ def drawn(
     wanted: Callable[[Made], bool] = bool,
     fresh: Callable[[Any], list[New]] | None = None,
 ) -> st.SearchStrategy[Any]:
-    """A value of ``bundle`` that ``wanted`` accepts, the newest first; after ``fresh``'s
-    :class:`New` values, if any (the rule makes a new one: one step then reproduces what it
-    judges, and the shrinker lowers an argument towards them). Drawn from what the bundle holds
-    now, so an empty bundle is never drawn from (a precondition says whether one may be)."""
+    """A value of ``bundle`` that ``wanted`` accepts, in the order of ``held``; after
+    ``fresh``'s :class:`New` values, if any (the rule makes a new one: one step then reproduces
+    what it judges, and the shrinker lowers an argument towards them). Drawn from what the
+    bundle holds now, so an empty bundle is never drawn from (a precondition says whether one
+    may be)."""
 
     def choices(machine: WorkspaceMachine) -> st.SearchStrategy[Any]:
         held = [value for value in machine.held(bundle) if wanted(value)]
@@ -218,15 +219,18 @@ class WorkspaceMachine(WorkspaceModel):
     # -- what a bundle holds ----------------------------------------------------------------------
 
     def held(self, bundle: Bundle[Any]) -> list[Any]:
-        """What ``bundle`` holds, the newest first; for ``records``, then the records that
-        existed before the example (against the mock: reset to them). Those are no step of
-        the example: an ``@initialize`` rule would be one, taking one of its steps, and the
-        first step would no longer be forced, so Hypothesis would spend an example on none."""
+        """What ``bundle`` holds, the newest first; for ``records``, after the records that
+        existed before the example (against the mock: reset to them). Those come first since
+        they never move: a step the shrinker deletes does not change which of them a draw
+        picks (a create deleted before a PATCH of one), and a draw lowered towards them needs
+        no create. They are no step of the example: an ``@initialize`` rule would be one,
+        taking one of its steps, and the first step would no longer be forced, so Hypothesis
+        would spend an example on none."""
         values = [self.names_to_values[ref.name] for ref in reversed(self.bundle(bundle.name))]
         if bundle is records:
             if self.fixtures is None:
                 self.fixtures = self.fixture_records()
-            values += reversed(self.fixtures)
+            values = [*self.fixtures, *values]
         return values
 
     # -- the invariants ---------------------------------------------------------------------------

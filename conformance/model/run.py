@@ -136,6 +136,7 @@ class RunState:
     failing: bool = False  # a violation was seen: examples now are shrinking's replays
     failed_at: float = 0.0
     replays: int = 0
+    longest: int = 0  # requests of the longest failing sequence seen (the report replays one)
     examples: int = 0
     best: ModelViolation | None = None  # the shortest violation seen
     known: dict[str, list[str]] = field(default_factory=dict)  # run-wide ids (fixtures)
@@ -155,6 +156,7 @@ class RunState:
         return self.ctx.target.remaining
 
     def violated(self, violation: ModelViolation) -> None:
+        self.longest = max(self.longest, len(violation.steps))
         if not self.failing:
             self.failing, self.failed_at = True, time.monotonic()
         if self.best is None or len(violation.steps) <= len(self.best.steps):
@@ -170,7 +172,9 @@ class RunState:
             if (
                 self.replays > self.plan.shrink_replays
                 or time.monotonic() - self.failed_at > SHRINK_SECONDS
-                or (left is not None and left < 2 * self.plan.reserve)
+                # this replay may make an example's requests; the report's replay of the
+                # shrunk sequence, no more than the longest failing sequence seen
+                or (left is not None and left < self.plan.reserve + self.longest)
             ):
                 raise StopRun("shrinking used the replays it may make")
             return

@@ -139,3 +139,17 @@ def test_a_failure_is_shrunk_to_its_shortest_sequence():
     assert len(steps) <= 4 and failure.exchange.method == "POST"  # … and the paid call
     assert "shrunk to a sequence of" in failure.message
     assert any("state." in line for line in failure.extra["program"])  # Hypothesis' program
+
+
+def test_a_patch_of_a_record_from_before_the_example_is_shrunk_to_its_one_step():
+    """A record that existed before the example is drawn first, so deleting a create made
+    before the PATCH leaves the PATCH on the same record: the unsent field the deployment
+    clears is shown by the PATCH alone (seed 7 found it after other steps)."""
+    with live_mock(defects=["channel-patch-resets-unsent"]) as mock:
+        report = run_quietly(mock_url=mock.base_url, only=ONLY, seed=7)
+    (failure,) = model_result(report).failures
+    assert failure.rule == "partial-update" and failure.extra["shrunk"] is True
+    steps = failure.extra["steps"]
+    assert steps[0].endswith("/_mock/reset")
+    assert sum(" -X PATCH " in step for step in steps) == 1
+    assert len(steps) <= 5, steps
