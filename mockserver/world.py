@@ -308,13 +308,16 @@ class World:
             self._guard(key, index)
         return collection, index
 
-    def _note_insert(self, workspace_id: str, name: str, record: dict[str, Any]) -> None:
-        """A record was placed at the end of its collection."""
+    def _note_insert(
+        self, workspace_id: str, name: str, record: dict[str, Any], by_seq: bool = False
+    ) -> None:
+        """A record was placed at the end of its collection (``by_seq``: where its ``_seq`` puts
+        it, the collection having been put back in ``_seq`` order: put_document)."""
         key = (workspace_id, name)
         index = self._indexes.get(key)
         if index is None:
             return
-        if index.append(record):
+        if index.place(record) if by_seq else index.append(record):
             self._guard(key, index)
         else:
             del self._indexes[key]
@@ -441,10 +444,7 @@ class World:
             collection = self._collection(doc[1], doc[2])
             record = collection[doc[3]]
             _in_order(collection, record)
-            key = (doc[1], doc[2])
-            index = self._indexes.get(key)
-            if index is not None and not index.place(record):
-                del self._indexes[key]
+            self._note_insert(doc[1], doc[2], record, by_seq=True)
 
     def drop_document(self, doc: DocKey) -> None:
         """Take out a document another process deleted (store/replica.py)."""

@@ -118,6 +118,11 @@ class Dialect:
         run (PostgreSQL, store/replica.py)."""
         raise NotImplementedError
 
+    def slot(self, world: str, slots: int) -> int:
+        """Take a slot of the world (0 to ``slots`` - 1) for this process (store/replica.py
+        numbers with it). Only for a store other processes share."""
+        raise NotImplementedError
+
     async def hold(self, world: str, rev: int) -> list[tuple[Any, ...]]:
         """Take the world's write lock, waiting while another process holds it (store/replica.py),
         then catch up from ``rev``: CATCH_UP's rows. Only for a store other processes share."""
@@ -343,7 +348,7 @@ class SqlWorld:
     def slot(self, slots: int) -> int:
         """A slot of the world (0 to ``slots`` - 1) for this process (PostgreSQL:
         store/replica.py numbers with it)."""
-        return self.db.slot(self.id, slots)  # type: ignore[attr-defined,no-any-return]
+        return self.db.slot(self.id, slots)
 
     async def hold(self, rev: int, epoch: int) -> Delta | None:
         """Take the world's write lock, waiting (awaited) while another process holds it, and
